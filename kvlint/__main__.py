@@ -1,0 +1,5 @@
+import sys
+
+from kvlint.cli import main
+
+sys.exit(main())

@@ -1,0 +1,129 @@
+"""One pass over a module's `ast`: parent links, imports, scopes and positions.
+
+Everything else in the analyzer asks this index instead of re-walking the tree.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from kvlint.source import SourceFile
+
+FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
+ScopeNode = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module, ast.Lambda)
+
+
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class ModuleIndex:
+    def __init__(self, source: SourceFile, tree: ast.Module):
+        self.source = source
+        self.tree = tree
+        self.parent: Dict[int, ast.AST] = {}
+        self.calls: List[ast.Call] = []
+        self.imports: Dict[str, str] = {}  # local name -> qualified dotted name
+        self.functions: List[ast.AST] = []
+        self.classes: List[ast.ClassDef] = []
+        self.aug_assigns: List[ast.AugAssign] = []
+        self.assigns: List[ast.AST] = []
+        self.for_loops: List[ast.AST] = []
+        self._walk()
+
+    # -- construction -------------------------------------------------------------------
+    def _walk(self) -> None:
+        parent = self.parent
+        stack: List[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
+            t = type(node)
+            if t is ast.Call:
+                self.calls.append(node)
+            elif t is ast.Assign or t is ast.AnnAssign:
+                self.assigns.append(node)
+            elif t is ast.AugAssign:
+                self.aug_assigns.append(node)
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+                self.functions.append(node)
+            elif t is ast.ClassDef:
+                self.classes.append(node)
+            elif t is ast.For or t is ast.AsyncFor:
+                self.for_loops.append(node)
+            elif t is ast.Import:
+                for alias in node.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.imports[head] = head
+            elif t is ast.ImportFrom:
+                if node.module and not node.level:
+                    for alias in node.names:
+                        self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            for child in ast.iter_child_nodes(node):
+                parent[id(child)] = node
+                stack.append(child)
+        self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
+
+    # -- navigation ---------------------------------------------------------------------
+    def parent_of(self, node: ast.AST) -> Optional[ast.AST]:
+        return self.parent.get(id(node))
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        p = self.parent.get(id(node))
+        while p is not None:
+            yield p
+            p = self.parent.get(id(p))
+
+    def enclosing_function(self, node: ast.AST) -> Optional[ast.AST]:
+        for a in self.ancestors(node):
+            if isinstance(a, FunctionNode):
+                return a
+        return None
+
+    def enclosing_scope(self, node: ast.AST) -> ast.AST:
+        for a in self.ancestors(node):
+            if isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                return a
+        return self.tree
+
+    def enclosing_class(self, node: ast.AST) -> Optional[ast.ClassDef]:
+        """The class whose method holds `node` (a nested function's class counts too)."""
+        for a in self.ancestors(node):
+            if isinstance(a, ast.ClassDef):
+                return a
+        return None
+
+    def statement_of(self, node: ast.AST) -> ast.AST:
+        current = node
+        while current is not None and not isinstance(current, ast.stmt):
+            current = self.parent.get(id(current))
+        return current or node
+
+    # -- positions ----------------------------------------------------------------------
+    def char_col(self, lineno: int, byte_col: int) -> int:
+        """ast columns are UTF-8 byte offsets; reports and edits use characters."""
+        line = self.source.line(lineno)
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Tuple[int, int, int, int]:
+        """(line, col, end_line, end_col), 1-based lines, 0-based character columns."""
+        line = node.lineno
+        end_line = getattr(node, "end_lineno", None) or line
+        col = self.char_col(line, node.col_offset)
+        end_col = self.char_col(end_line, getattr(node, "end_col_offset", None) or node.col_offset)
+        return line, col, end_line, end_col
+
+    def text_of(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.source.text, node) or ""

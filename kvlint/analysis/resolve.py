@@ -1,0 +1,199 @@
+"""Which operator a call really is.
+
+`OperatorResolver.resolve(call)` is the one interface the rules use. It works from the
+module's imports and from aliases bound in the enclosing function or class, never from
+string matching on the call text alone:
+
+- `torch_npu.X`, `torch.ops.npu.X`, `import torch_npu as t; t.X`, `from torch_npu import X as fa`
+- the `.out` / `.default` overloads and the `_X_get_max_workspace` twins
+- receivers bound to an operator namespace: `fa_ops = torch.ops.npu` in the function,
+  `self.fa_ops = torch.ops.npu` anywhere in the class, a method of the class that returns a
+  namespace (`self._fa_ops_for(is_prefill)`), and the torchair alternatives (`torchair.ops`,
+  `tng.ops`), which take the same keywords
+- names bound to an operator object (`fa = torch_npu.npu_fused_infer_attention_score`)
+
+A same-named method of a user class (`DeviceOperator.npu_fused_infer_attention_score`) has a
+receiver that is none of these, so it is not the operator.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.catalog import Catalog, Operator
+
+# Qualified prefixes that name an operator namespace, and the catalog namespace each means.
+NAMESPACE_PREFIXES: Dict[str, str] = {
+    "torch_npu": "npu",
+    "torch.ops.npu": "npu",
+    "torchair.ops": "npu",  # graph-mode entry points with the same keywords
+    "torchair.ge.ops": "npu",
+    "torch.ops.air": "npu",
+    "torch_npu.atb": "atb",
+    "torch.ops.atb": "atb",
+    "cann_ops_transformer": "cann_ops_transformer",
+    "torch.ops.cann_ops_transformer": "cann_ops_transformer",
+    "torch.ops._C_ascend": "_C_ascend",
+    "torch.ops.custom": "custom",
+}
+
+WORKSPACE_PREFIX, WORKSPACE_SUFFIX = "_", "_get_max_workspace"
+
+
+@dataclass(frozen=True)
+class OperatorCall:
+    call: ast.Call
+    operator: Operator
+    variant: str  # "", "out", "default" or "workspace"
+    receiver: str  # how it was reached, for messages: "torch_npu", "self.fa_ops", ...
+
+    @property
+    def name(self) -> str:
+        return self.operator.name
+
+
+class OperatorResolver:
+    def __init__(self, index: ModuleIndex, catalog: Catalog):
+        self.index = index
+        self.catalog = catalog
+        self._names = catalog.operator_names()
+        self._class_attr_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
+        self._local_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
+
+    # -- public -------------------------------------------------------------------------
+    def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            last = func.attr
+        elif isinstance(func, ast.Name):
+            last = func.id
+        else:
+            return None
+        # cheap reject: the callee's last part must be an operator name or an overload
+        if last not in self._names and last not in ("out", "default") and not (
+            last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
+        ) and last not in self.index.imports and not self._maybe_alias_name(func):
+            return None
+        for qualified, receiver in self._qualified_candidates(func, call):
+            hit = self._lookup(qualified)
+            if hit is not None:
+                op, variant = hit
+                return OperatorCall(call, op, variant, receiver)
+        return None
+
+    def namespace_of(self, expr: ast.expr, at: ast.AST) -> Optional[str]:
+        """The catalog namespace `expr` is bound to (e.g. `self.fa_ops`), or None."""
+        for q in self._qualify(expr, at, depth=0):
+            if q in NAMESPACE_PREFIXES:
+                return NAMESPACE_PREFIXES[q]
+        return None
+
+    # -- internals ----------------------------------------------------------------------
+    def _maybe_alias_name(self, func: ast.expr) -> bool:
+        return isinstance(func, ast.Name)
+
+    def _lookup(self, qualified: str) -> Optional[Tuple[Operator, str]]:
+        for prefix, namespace in NAMESPACE_PREFIXES.items():
+            if not qualified.startswith(prefix + "."):
+                continue
+            rest = qualified[len(prefix) + 1:].split(".")
+            if not rest or len(rest) > 2:
+                continue
+            name = rest[0]
+            overload = rest[1] if len(rest) == 2 else ""
+            variant = overload
+            if name.startswith(WORKSPACE_PREFIX) and name.endswith(WORKSPACE_SUFFIX):
+                base = name[len(WORKSPACE_PREFIX):-len(WORKSPACE_SUFFIX)]
+                op = self.catalog.operator(namespace, name, "") or self.catalog.operator(namespace, base, "")
+                if op is not None and overload in ("", "default"):
+                    return op, "workspace"
+                continue
+            if overload == "out":
+                op = self.catalog.operator(namespace, name, "out")
+            elif overload in ("", "default"):
+                op = self.catalog.operator(namespace, name, "")
+            else:
+                op = None
+            if op is not None:
+                return op, variant
+        return None
+
+    def _qualified_candidates(self, func: ast.expr, call: ast.Call):
+        for q in self._qualify(func, call, depth=0):
+            yield q, (dotted_name(func.value) if isinstance(func, ast.Attribute) else dotted_name(func)) or "?"
+
+    def _qualify(self, expr: ast.expr, at: ast.AST, depth: int) -> List[str]:
+        """All dotted qualified names `expr` may stand for."""
+        if depth > 4:
+            return []
+        if isinstance(expr, ast.Name):
+            out = []
+            for value in self._local_bindings(expr.id, at):
+                out.extend(self._qualify(value, at, depth + 1))
+            if expr.id in self.index.imports:
+                out.append(self.index.imports[expr.id])
+            return out
+        if isinstance(expr, ast.Attribute):
+            base = expr.value
+            out = []
+            if isinstance(base, ast.Name) and base.id == "self":
+                for value in self._self_bindings(expr.attr, at):
+                    out.extend(self._qualify(value, at, depth + 1))
+            for q in self._qualify(base, at, depth + 1):
+                out.append(f"{q}.{expr.attr}")
+            return out
+        if isinstance(expr, ast.Call):
+            # self._fa_ops_for(x): a method of this class returning a namespace
+            f = expr.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
+                out = []
+                for value in self._method_returns(f.attr, at):
+                    out.extend(self._qualify(value, value, depth + 1))
+                return out
+            return []
+        if isinstance(expr, ast.IfExp):
+            return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
+        return []
+
+    def _local_bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
+        """Values assigned to `name` in the function enclosing `at` (all branches)."""
+        func = self.index.enclosing_function(at)
+        if func is None:
+            return []
+        table = self._local_cache.get(id(func))
+        if table is None:
+            table = {}
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            table.setdefault(target.id, []).append(node.value)
+            self._local_cache[id(func)] = table
+        return table.get(name, [])
+
+    def _self_bindings(self, attr: str, at: ast.AST) -> List[ast.expr]:
+        cls = self.index.enclosing_class(at)
+        if cls is None:
+            return []
+        table = self._class_attr_cache.get(id(cls))
+        if table is None:
+            table = {}
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                                and target.value.id == "self"):
+                            table.setdefault(target.attr, []).append(node.value)
+            self._class_attr_cache[id(cls)] = table
+        return table.get(attr, [])
+
+    def _method_returns(self, name: str, at: ast.AST) -> List[ast.expr]:
+        cls = self.index.enclosing_class(at)
+        if cls is None:
+            return []
+        for stmt in cls.body:
+            if isinstance(stmt, FunctionNode) and stmt.name == name:
+                return [n.value for n in ast.walk(stmt) if isinstance(n, ast.Return) and n.value is not None]
+        return []

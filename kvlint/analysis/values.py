@@ -1,0 +1,348 @@
+"""Simple values in the same function, class or module.
+
+The tracer answers "what may this expression be?" with a list of candidate expressions:
+names assigned in the function (every assignment before the use, so both branches of an
+if/else count), `x if c else y` (both arms), `self.x` assigned in any method of the class,
+module-level names, and calls to a builder function or method of the same module or class
+(its return values). It never evaluates code; `literal()` reads constants only.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+
+UNKNOWN = object()
+MAX_DEPTH = 6
+
+
+@dataclass
+class KeywordArg:
+    name: str
+    value: ast.expr
+    node: ast.AST  # where the keyword is written: a `keyword`, a dict key or a subscript key
+    conditional: bool = False  # only added on some paths (inside an if, or via a ternary dict)
+    via_dict: Optional[str] = None  # the `**name` it came through
+
+
+@dataclass
+class CallArgs:
+    positional: List[ast.expr] = field(default_factory=list)
+    keywords: Dict[str, List[KeywordArg]] = field(default_factory=dict)
+    complete: bool = True  # False when a `**x` or `*x` could not be resolved
+
+    def has(self, name: str) -> bool:
+        return name in self.keywords
+
+    def values(self, name: str) -> List[ast.expr]:
+        return [k.value for k in self.keywords.get(name, [])]
+
+    def all(self) -> Iterable[KeywordArg]:
+        for items in self.keywords.values():
+            yield from items
+
+
+class ValueTracer:
+    def __init__(self, index: ModuleIndex):
+        self.index = index
+        self._assign_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
+        self._self_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
+        self._defs: Optional[Dict[str, ast.AST]] = None
+
+    # -- assignment tables ----------------------------------------------------------------
+    def assignments(self, scope: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
+        """name -> [(statement, value)] for plain-name assignments directly in `scope`
+        (nested functions and classes excluded)."""
+        table = self._assign_tables.get(id(scope))
+        if table is not None:
+            return table
+        table = {}
+        stack = list(ast.iter_child_nodes(scope))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(table, target, node, node.value)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                self._bind(table, node.target, node, node.value)
+            elif isinstance(node, ast.NamedExpr):
+                self._bind(table, node.target, node, node.value)
+            stack.extend(ast.iter_child_nodes(node))
+        for items in table.values():
+            items.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+        self._assign_tables[id(scope)] = table
+        return table
+
+    @staticmethod
+    def _bind(table, target, stmt, value) -> None:
+        if isinstance(target, ast.Name):
+            table.setdefault(target.id, []).append((stmt, value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                and len(target.elts) == len(value.elts):
+            for t, v in zip(target.elts, value.elts):
+                ValueTracer._bind(table, t, stmt, v)
+
+    def self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
+        table = self._self_tables.get(id(cls))
+        if table is not None:
+            return table
+        table = {}
+        for node in ast.walk(cls):
+            targets: List[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            for target in targets:
+                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"):
+                    table.setdefault(target.attr, []).append((node, value))
+        self._self_tables[id(cls)] = table
+        return table
+
+    def definitions(self) -> Dict[str, ast.AST]:
+        """Module-level functions and classes by name."""
+        if self._defs is None:
+            self._defs = {n.name: n for n in self.index.tree.body
+                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        return self._defs
+
+    def is_parameter(self, name: str, func: ast.AST) -> bool:
+        if not isinstance(func, FunctionNode):
+            return False
+        a = func.args
+        params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+        return any(p.arg == name for p in params)
+
+    # -- candidates ------------------------------------------------------------------------
+    def bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
+        """Values `name` may hold at `at`: assignments in the enclosing function before `at`
+        (or any, inside a loop), else module-level assignments."""
+        func = self.index.enclosing_function(at)
+        line = getattr(at, "lineno", 10 ** 9)
+        if func is not None:
+            items = self.assignments(func).get(name, [])
+            before = [v for stmt, v in items if stmt.lineno < line]
+            if before:
+                return self._latest_unconditional(before, items, func, line)
+            if items or self.is_parameter(name, func):
+                return []
+        items = self.assignments(self.index.tree).get(name, [])
+        return [v for _, v in items]
+
+    def _latest_unconditional(self, before, items, func, line):
+        # keep every assignment from the last one written at the function's top level on
+        # (an earlier unconditional one is overwritten); branches keep all their arms.
+        stmts = [(stmt, v) for stmt, v in items if stmt.lineno < line]
+        result = []
+        for stmt, v in reversed(stmts):
+            result.append(v)
+            if self.index.parent_of(stmt) is func:
+                break
+        return list(reversed(result))
+
+    def candidates(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0,
+                   follow_calls: bool = False) -> List[ast.expr]:
+        """Leaf expressions `expr` may evaluate to. A leaf that cannot be followed further is
+        returned as is (a parameter name, a call, an attribute of another object...)."""
+        at = at if at is not None else expr
+        if depth > MAX_DEPTH:
+            return [expr]
+        if isinstance(expr, ast.IfExp):
+            return (self.candidates(expr.body, at, depth + 1, follow_calls)
+                    + self.candidates(expr.orelse, at, depth + 1, follow_calls))
+        if isinstance(expr, ast.Name):
+            values = self.bindings(expr.id, at)
+            if not values:
+                return [expr]
+            out: List[ast.expr] = []
+            for v in values:
+                out.extend(self.candidates(v, v, depth + 1, follow_calls))
+            return out
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            cls = self.index.enclosing_class(at)
+            if cls is not None:
+                items = self.self_assignments(cls).get(expr.attr, [])
+                if items:
+                    out = []
+                    for _, v in items:
+                        out.extend(self.candidates(v, v, depth + 1, follow_calls))
+                    return out
+            return [expr]
+        if follow_calls and isinstance(expr, ast.Call):
+            returns = self.builder_returns(expr, at)
+            if returns:
+                out = []
+                for r in returns:
+                    out.extend(self.candidates(r, r, depth + 1, follow_calls))
+                return out
+        return [expr]
+
+    def builder_returns(self, call: ast.Call, at: ast.AST) -> List[ast.expr]:
+        """Return values of a builder defined in this module/class: `get_mask(...)`,
+        `self._build_mask(...)`, `Cls.method(...)`."""
+        func = call.func
+        target: Optional[ast.AST] = None
+        if isinstance(func, ast.Name):
+            target = self.definitions().get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = None
+            if func.value.id in ("self", "cls"):
+                owner = self.index.enclosing_class(at)
+            else:
+                d = self.definitions().get(func.value.id)
+                owner = d if isinstance(d, ast.ClassDef) else None
+            if owner is not None:
+                for stmt in owner.body:
+                    if isinstance(stmt, FunctionNode) and stmt.name == func.attr:
+                        target = stmt
+        if not isinstance(target, FunctionNode):
+            return []
+        return [n.value for n in ast.walk(target) if isinstance(n, ast.Return) and n.value is not None
+                and self.index.enclosing_function(n) is target]
+
+    # -- literals ---------------------------------------------------------------------------
+    def literal(self, expr: ast.expr):
+        """The constant value of `expr`, or UNKNOWN."""
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            inner = self.literal(expr.operand)
+            if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                return -inner if isinstance(expr.op, ast.USub) else inner
+            return UNKNOWN
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            items = [self.literal(e) for e in expr.elts]
+            return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
+        return UNKNOWN
+
+    def literal_values(self, expr: ast.expr, at: Optional[ast.AST] = None) -> List[object]:
+        """Literal value of each candidate (UNKNOWN where not a literal)."""
+        return [self.literal(c) for c in self.candidates(expr, at)]
+
+    def int_value(self, expr: ast.expr, at: Optional[ast.AST] = None):
+        """An int if every candidate is the same int literal (names followed), else UNKNOWN."""
+        values = self.literal_values(expr, at)
+        if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values) \
+                and len(set(values)) == 1:
+            return values[0]
+        return UNKNOWN
+
+    # -- keywords --------------------------------------------------------------------------
+    def call_args(self, call: ast.Call) -> CallArgs:
+        args = CallArgs()
+        for a in call.args:
+            if isinstance(a, ast.Starred):
+                args.complete = False
+            else:
+                args.positional.append(a)
+        for kw in call.keywords:
+            if kw.arg is not None:
+                args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw))
+            else:
+                if not self._expand_mapping(kw.value, call, args, conditional=False, depth=0):
+                    args.complete = False
+        return args
+
+    def _expand_mapping(self, expr: ast.expr, at: ast.AST, args: CallArgs, conditional: bool,
+                        depth: int, via: Optional[str] = None) -> bool:
+        """Add the keys of a `**expr` mapping; False when it cannot be resolved."""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, ast.Dict):
+            ok = True
+            for k, v in zip(expr.keys, expr.values):
+                if k is None:
+                    ok &= self._expand_mapping(v, at, args, conditional, depth + 1, via)
+                elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    args.keywords.setdefault(k.value, []).append(KeywordArg(k.value, v, k, conditional, via))
+                else:
+                    ok = False
+            return ok
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict":
+            ok = True
+            for a in expr.args:
+                ok &= self._expand_mapping(a, at, args, conditional, depth + 1, via)
+            for kw in expr.keywords:
+                if kw.arg is None:
+                    ok &= self._expand_mapping(kw.value, at, args, conditional, depth + 1, via)
+                else:
+                    args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw, conditional, via))
+            return ok
+        if isinstance(expr, ast.IfExp):
+            a = self._expand_mapping(expr.body, at, args, True, depth + 1, via)
+            b = self._expand_mapping(expr.orelse, at, args, True, depth + 1, via)
+            return a and b
+        if isinstance(expr, ast.Name):
+            return self._expand_named_dict(expr.id, at, args, conditional, depth)
+        return False
+
+    def _expand_named_dict(self, name: str, at: ast.AST, args: CallArgs, conditional: bool, depth: int) -> bool:
+        func = self.index.enclosing_function(at)
+        scope = func if func is not None else self.index.tree
+        items = self.assignments(scope).get(name, [])
+        line = getattr(at, "lineno", 10 ** 9)
+        items = [(s, v) for s, v in items if s.lineno < line]
+        if not items:
+            return False
+        ok = True
+        for stmt, value in items:
+            ok &= self._expand_mapping(value, stmt, args, conditional or len(items) > 1, depth + 1, name)
+        # d["k"] = v, d.update({...}) / d.update(k=v), d.setdefault("k", v) in the same scope
+        for node in self._walk_scope(scope):
+            if getattr(node, "lineno", 0) >= line:
+                continue
+            cond = conditional or self._is_conditional(node, scope)
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                            and target.value.id == name):
+                        key = target.slice
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            args.keywords.setdefault(key.value, []).append(
+                                KeywordArg(key.value, node.value, key, cond, name))
+                        else:
+                            ok = False
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+                method = node.func.attr
+                if method == "update":
+                    for a in node.args:
+                        ok &= self._expand_mapping(a, node, args, cond, depth + 1, name)
+                    for kw in node.keywords:
+                        if kw.arg is None:
+                            ok &= self._expand_mapping(kw.value, node, args, cond, depth + 1, name)
+                        else:
+                            args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw, cond, name))
+                elif method == "setdefault" and node.args and isinstance(node.args[0], ast.Constant):
+                    key = node.args[0].value
+                    value = node.args[1] if len(node.args) > 1 else ast.Constant(None)
+                    args.keywords.setdefault(key, []).append(KeywordArg(key, value, node.args[0], cond, name))
+                elif method in ("pop", "clear", "popitem"):
+                    for items_ in args.keywords.values():
+                        for k in items_:
+                            if k.via_dict == name:
+                                k.conditional = True
+        return ok
+
+    def _walk_scope(self, scope: ast.AST):
+        stack = list(ast.iter_child_nodes(scope))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            yield node
+            stack.extend(ast.iter_child_nodes(node))
+
+    def _is_conditional(self, node: ast.AST, scope: ast.AST) -> bool:
+        for a in self.index.ancestors(node):
+            if a is scope:
+                return False
+            if isinstance(a, (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp, ast.Match)
+                          if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
+                return True
+        return False

@@ -1,0 +1,166 @@
+"""The rule and operator catalog, loaded from the `rules/` data folder.
+
+This is the one place that reads `rules/`: the analyzer, the runtime guard, the CLI's
+`kvlint rule` and the docs generator all go through it.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10 only
+    import tomli as tomllib
+
+_MISSING = object()
+
+
+def data_dir() -> Path:
+    """`kvlint/_rules` in an installed wheel, the repository's `rules/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_rules", here.parent / "rules"):
+        if (candidate / "operators.json").is_file():
+            return candidate
+    raise FileNotFoundError("kvlint's rules/ data folder is missing from this installation")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    kind: str  # "positional" or "keyword"
+    default: Any = _MISSING
+    mutated: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is _MISSING
+
+
+@dataclass(frozen=True)
+class Operator:
+    namespace: str
+    name: str
+    overload: str  # "" or "out"
+    params: Tuple[Param, ...]
+    returns: int
+    schema: str
+    source: str
+
+    @property
+    def qualified(self) -> str:
+        suffix = f".{self.overload}" if self.overload else ""
+        return f"{self.namespace}::{self.name}{suffix}"
+
+    def param(self, name: str) -> Optional[Param]:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    @property
+    def keyword_names(self) -> frozenset:
+        names = {p.name for p in self.params}
+        if self.overload == "out":
+            names |= {"out"}  # the Python binding of an out= overload
+        return frozenset(names)
+
+    @property
+    def positional_params(self) -> Tuple[Param, ...]:
+        return tuple(p for p in self.params if p.kind == "positional")
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    severity: str
+    summary: str
+    fix: str  # "safe", "unsafe" or "none"
+    checked: Tuple[str, ...]  # "static", "runtime"
+    what: str
+    why: str
+    example: str
+    use_instead: str
+    options: str = ""
+    enabled_by_default: bool = True
+    disabled_reason: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix != "none"
+
+
+@dataclass(frozen=True)
+class FaVersions:
+    v1: str
+    v2: str
+    v1_to_v2: Dict[str, str]
+    habits: Dict[str, Dict[str, str]]
+
+    @property
+    def v2_to_v1(self) -> Dict[str, str]:
+        return {v: k for k, v in self.v1_to_v2.items()}
+
+
+class Catalog:
+    def __init__(self, root: Optional[Path] = None):
+        self.root = root or data_dir()
+        raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
+        self.generated_from: str = raw.get("generated_from", "")
+        self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
+        self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
+        fa = tomllib.loads((self.root / "fa_versions.toml").read_text(encoding="utf-8"))
+        self.fa = FaVersions(fa["v1"], fa["v2"], dict(fa["renames"]), dict(fa.get("habits", {})))
+        self.rules: Dict[str, RuleInfo] = {}
+        for path in sorted((self.root / "codes").glob("KV*.toml")):
+            info = self._rule(path)
+            self.rules[info.code] = info
+
+    @staticmethod
+    def _operator(o: dict) -> Operator:
+        params = tuple(
+            Param(p["name"], p["type"], p["kind"], p.get("default", _MISSING) if not p.get("required") else _MISSING,
+                  bool(p.get("mutated")))
+            for p in o["params"]
+        )
+        return Operator(o["namespace"], o["name"], o.get("overload", ""), params, o["returns"],
+                        o["schema"], o.get("source", ""))
+
+    @staticmethod
+    def _rule(path: Path) -> RuleInfo:
+        d = tomllib.loads(path.read_text(encoding="utf-8"))
+        if d.get("code") != path.stem:
+            raise ValueError(f"{path}: code {d.get('code')!r} does not match the file name")
+        known = {"code", "name", "severity", "summary", "fix", "checked", "what", "why", "example",
+                 "use_instead", "options", "enabled_by_default", "disabled_reason"}
+        return RuleInfo(
+            code=d["code"], name=d["name"], severity=d.get("severity", "error"), summary=d["summary"],
+            fix=d.get("fix", "none"), checked=tuple(d.get("checked", ["static"])),
+            what=d["what"].strip(), why=d["why"].strip(), example=d.get("example", "").strip("\n"),
+            use_instead=d.get("use_instead", "").strip("\n"), options=d.get("options", "").strip(),
+            enabled_by_default=d.get("enabled_by_default", True),
+            disabled_reason=d.get("disabled_reason", "").strip(),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+    def operator(self, namespace: str, name: str, overload: str = "") -> Optional[Operator]:
+        return self._by_key.get((namespace, name, overload))
+
+    def operator_names(self) -> frozenset:
+        """Every base operator name, for the byte pre-filter."""
+        return frozenset(o.name for o in self.operators)
+
+    def rule(self, code: str) -> RuleInfo:
+        return self.rules[code]
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    return Catalog()
