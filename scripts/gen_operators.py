@@ -36,6 +36,19 @@ WHEEL_OPERATORS = [
     "npu_kv_rmsnorm_rope_cache_v2",
 ]
 
+# ATB operators (`torch.ops.atb`, re-exported as `torch_npu.X` / `torch_npu.atb.X`, see the
+# wheel's op_plugin/atb/_atb_ops.py). Their schema strings are read from the wheel: the
+# registered schema text in lib/libop_plugin_atb.so when it is there (npu_ring_mla), else the
+# C++ declaration in the shipped AtbOpsInterface.h, converted by `cpp_to_schema` (the names and
+# types are the wheel's; trailing c10::optional arguments get the usual `=None` default).
+ATB_OPERATORS = [
+    "npu_ring_mla",
+    "_npu_reshape_and_cache",
+    "_npu_paged_attention",
+]
+ATB_SO_MEMBER = "torch_npu/lib/libop_plugin_atb.so"
+ATB_HEADER_MEMBER = "torch_npu/include/third_party/op-plugin/op_plugin/include/AtbOpsInterface.h"
+
 # Schemas not in the torch_npu wheel: (namespace, schema, source).
 EXTRA_SCHEMAS = [
     ("cann_ops_transformer",
@@ -135,6 +148,69 @@ def wheel_schemas(wheel: Path) -> dict[str, str]:
     return found
 
 
+_CPP_TYPES = [
+    (r"const at::Tensor&", "Tensor"),
+    (r"at::Tensor&", "Tensor(!)"),
+    (r"const c10::optional<at::Tensor>&", "Tensor?"),
+    (r"c10::optional<c10::string_view>", "str?"),
+    (r"c10::SymIntArrayRef", "SymInt[]"),
+    (r"c10::OptionalArrayRef<c10::SymInt>", "SymInt[]?"),
+    (r"int64_t", "int"),
+    (r"double", "float"),
+    (r"bool", "bool"),
+]
+
+
+def cpp_to_schema(name: str, declaration: str) -> str:
+    """`void f(const at::Tensor&a, at::Tensor&b, ...)` -> `f(Tensor a, Tensor(a!) b, ...) -> ()`."""
+    match = re.search(r"(\S+)\s+" + re.escape(name) + r"\((.*)\);", declaration)
+    if not match:
+        raise ValueError(f"no C++ declaration of {name}")
+    ret, arg_text = match.groups()
+    args, alias = [], iter("abcdefgh")
+    for arg in split_top_level(arg_text):
+        arg = arg.replace("const int64_t", "int64_t").replace("const double", "double")
+        for cpp, schema_type in _CPP_TYPES:
+            if arg.startswith(cpp):
+                pname = arg[len(cpp):].strip()
+                if pname.endswith("_opt"):
+                    pname = pname[:-4]
+                if schema_type == "Tensor(!)":
+                    schema_type = f"Tensor({next(alias)}!)"
+                default = "=None" if schema_type.endswith("?") else ""
+                args.append(f"{schema_type} {pname}{default}")
+                break
+        else:
+            raise ValueError(f"{name}: unknown C++ parameter type in {arg!r}")
+    if ret == "void":
+        returns = "()"
+    elif ret.startswith("std::tuple"):
+        returns = "(" + ", ".join("Tensor" for _ in split_top_level(ret[11:-1])) + ")"
+    else:
+        returns = "Tensor"
+    return f"{name}({', '.join(args)}) -> {returns}"
+
+
+def atb_schemas(wheel: Path) -> list[tuple[str, str]]:
+    """(schema, source) for every ATB_OPERATORS entry, from the .so strings or the header."""
+    with zipfile.ZipFile(wheel) as zf:
+        so_text = zf.read(ATB_SO_MEMBER).decode("latin-1")
+        header = zf.read(ATB_HEADER_MEMBER).decode()
+    found = []
+    for name in ATB_OPERATORS:
+        m = re.search(re.escape(name) + r"\((?:Tensor|int|SymInt)[ -~]*?\) -> [ -~]*?(?=\x00)", so_text)
+        if m:
+            found.append((m.group(0), f"{wheel.name}:{ATB_SO_MEMBER}"))
+            continue
+        for line in header.splitlines():
+            if re.search(r"\s" + re.escape(name) + r"\(", line):
+                found.append((cpp_to_schema(name, line), f"{wheel.name}:{ATB_HEADER_MEMBER}"))
+                break
+        else:
+            raise ValueError(f"{name}: no schema in {ATB_SO_MEMBER} nor {ATB_HEADER_MEMBER}")
+    return found
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__)
@@ -149,6 +225,11 @@ def main(argv: list[str]) -> int:
                 op["namespace"] = "npu"
                 op["source"] = f"{wheel.name}:{SCHEMA_MEMBER}"
                 operators.append(op)
+    for schema, source in atb_schemas(wheel):
+        op = parse_schema(schema)
+        op["namespace"] = "atb"
+        op["source"] = source
+        operators.append(op)
     for namespace, schema, source in EXTRA_SCHEMAS:
         op = parse_schema(schema)
         op["namespace"] = namespace
