@@ -106,7 +106,8 @@ class OperatorResolver:
             variant = overload
             if name.startswith(WORKSPACE_PREFIX) and name.endswith(WORKSPACE_SUFFIX):
                 base = name[len(WORKSPACE_PREFIX):-len(WORKSPACE_SUFFIX)]
-                op = self.catalog.operator(namespace, name, "") or self.catalog.operator(namespace, base, "")
+                # same keywords as the base operator: rules see it as that operator
+                op = self.catalog.operator(namespace, base, "")
                 if op is not None and overload in ("", "default"):
                     return op, "workspace"
                 continue

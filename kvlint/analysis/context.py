@@ -1,0 +1,175 @@
+"""Context heuristics: is this call on the prefill or the decode path, is this class an
+attention layer, is this loop a per-layer loop.
+
+Every heuristic is named, documented and configurable (`[tool.kvlint]` names in
+`Settings`). Rules ask these functions; none of them re-implements a guess of its own.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Tuple
+
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+
+PREFILL, DECODE = "prefill", "decode"
+
+
+@dataclass(frozen=True)
+class HeuristicNames:
+    """The words the heuristics look for; `[tool.kvlint]` can extend them."""
+
+    # FUNCTION_NAME_PHASE: a function whose name contains one of these words runs that phase.
+    prefill_function_words: Tuple[str, ...] = ("prefill", "prompt", "context_encode")
+    decode_function_words: Tuple[str, ...] = ("decode", "decoding", "incre", "generate_step")
+    # BRANCH_FLAG_PHASE: a boolean flag naming the phase (`if is_prefill:`, `if attn_metadata.is_decode`).
+    prefill_flags: Tuple[str, ...] = ("is_prefill", "prefill", "is_prompt", "is_context", "in_prefill")
+    decode_flags: Tuple[str, ...] = ("is_decode", "decode", "is_decoding", "in_decode")
+    # BRANCH_QUERY_LENGTH: `q_len == 1` is decode, `q_len > 1` is prefill.
+    query_length_names: Tuple[str, ...] = (
+        "q_len", "seq_len", "q_seq_len", "query_len", "seqlen", "s_q", "q_s", "num_tokens_per_req",
+        "qlen", "query_length", "seq_length",
+    )
+    # LAYER_CLASS: classes whose methods are one layer of the model (KV401).
+    layer_class_words: Tuple[str, ...] = ("Attention", "Attn", "Layer", "Decoder", "MLA", "Block", "Indexer")
+    # ...unless the name also says it builds or holds metadata rather than being a layer.
+    not_layer_class_words: Tuple[str, ...] = (
+        "Builder", "Metadata", "Runner", "Manager", "Table", "Config", "Test", "Backend", "Mask",
+    )
+    # PER_LAYER_LOOP: `for layer in self.layers:` and the like.
+    layer_loop_words: Tuple[str, ...] = ("layers", "layer_list", "blocks", "decoder_layers", "h")
+    # KV_LENGTH_NAMES: runner-owned length/slot tensors that layers must only read (KV401).
+    kv_length_names: Tuple[str, ...] = (
+        "kv_len", "kv_lens", "seq_len", "seq_lens", "seqlens", "context_lens", "actual_seq_lengths",
+        "actual_seq_lengths_kv", "actual_seq_lengths_q", "actual_seq_qlen", "actual_seq_kvlen",
+        "slot_mapping", "slot_mappings", "kv_seq_len", "kv_lengths", "seq_lens_list",
+    )
+
+
+def _words_in(name: str, words: Iterable[str]) -> bool:
+    low = name.lower()
+    return any(w.lower() in low for w in words)
+
+
+class Context:
+    def __init__(self, index: ModuleIndex, names: HeuristicNames = HeuristicNames()):
+        self.index = index
+        self.names = names
+
+    # -- phase ------------------------------------------------------------------------------
+    def phase(self, node: ast.AST) -> Optional[str]:
+        """PREFILL, DECODE or None (unknown) for the code path holding `node`.
+
+        Heuristics, first hit wins, innermost first:
+        - BRANCH_FLAG_PHASE / BRANCH_QUERY_LENGTH on each enclosing `if`/ternary, taking the
+          body or the else side into account, and `not`.
+        - FUNCTION_NAME_PHASE on the enclosing function names.
+        """
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (ast.If, ast.IfExp, ast.While)):
+                in_body = child in (anc.body if isinstance(anc.body, list) else [anc.body])
+                in_else = child in (anc.orelse if isinstance(anc.orelse, list) else [anc.orelse])
+                if in_body or in_else:
+                    p = self.condition_phase(anc.test)
+                    if p is not None:
+                        return p if in_body else _other(p)
+            if isinstance(anc, FunctionNode):
+                if _words_in(anc.name, self.names.prefill_function_words):
+                    return PREFILL
+                if _words_in(anc.name, self.names.decode_function_words):
+                    return DECODE
+            child = anc
+        return None
+
+    def condition_phase(self, test: ast.expr) -> Optional[str]:
+        """The phase a condition being true implies, or None."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            p = self.condition_phase(test.operand)
+            return _other(p) if p else None
+        if isinstance(test, ast.BoolOp):
+            phases = {self.condition_phase(v) for v in test.values} - {None}
+            if isinstance(test.op, ast.And) and len(phases) == 1:
+                return phases.pop()
+            return None
+        name = dotted_name(test)
+        if name is not None:
+            last = name.split(".")[-1].lower()
+            if last in self.names.prefill_flags:
+                return PREFILL
+            if last in self.names.decode_flags:
+                return DECODE
+            return None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return self._length_compare(test.left, test.ops[0], test.comparators[0])
+        return None
+
+    def _length_compare(self, left, op, right) -> Optional[str]:
+        # normalise to `<length> OP <int>`
+        if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+            left, right = right, left
+            op = {ast.Gt: ast.Lt(), ast.Lt: ast.Gt(), ast.GtE: ast.LtE(), ast.LtE: ast.GtE()}.get(type(op), op)
+        if not (isinstance(right, ast.Constant) and isinstance(right.value, int)) or not self._is_query_length(left):
+            return None
+        n = right.value
+        if isinstance(op, ast.Eq):
+            return DECODE if n == 1 else (PREFILL if n > 1 else None)
+        if isinstance(op, ast.NotEq) and n == 1:
+            return PREFILL
+        if isinstance(op, ast.Gt) and n >= 1:
+            return PREFILL
+        if isinstance(op, ast.GtE) and n >= 2:
+            return PREFILL
+        if isinstance(op, ast.LtE) and n == 1:
+            return DECODE
+        if isinstance(op, ast.Lt) and n == 2:
+            return DECODE
+        return None
+
+    def _is_query_length(self, expr: ast.expr) -> bool:
+        name = dotted_name(expr)
+        if name is not None:
+            return name.split(".")[-1].lower() in self.names.query_length_names
+        # x.shape[1] / x.size(1) on a query-like tensor
+        if isinstance(expr, ast.Subscript):
+            base = dotted_name(expr.value) or ""
+            return base.endswith(".shape") and re.search(r"(^|\.|_)(q|query|hidden_states|x)\b", base) is not None
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "size":
+            base = dotted_name(expr.func.value) or ""
+            return re.search(r"(^|_)(q|query|hidden_states)$", base.split(".")[-1]) is not None
+        return False
+
+    # -- layers -----------------------------------------------------------------------------
+    def layer_class(self, node: ast.AST) -> Optional[ast.ClassDef]:
+        """LAYER_CLASS: the enclosing class when its name says it is an attention/decoder layer."""
+        cls = self.index.enclosing_class(node)
+        if cls is None or _words_in(cls.name, self.names.not_layer_class_words):
+            return None
+        name = re.sub(r"(V\d+|\d+)$", "", cls.name)
+        if any(name.endswith(w) for w in self.names.layer_class_words) or "Attention" in name or "Attn" in name:
+            return cls
+        return None
+
+    def per_layer_loop(self, node: ast.AST) -> Optional[ast.AST]:
+        """PER_LAYER_LOOP: an enclosing `for x in <...>layers` loop whose body holds `node`."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (ast.For, ast.AsyncFor)) and child in anc.body:
+                it = anc.iter
+                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+                    it = it.args[0]
+                if isinstance(it, ast.Subscript):
+                    it = it.value
+                name = dotted_name(it)
+                if name and name.split(".")[-1] in self.names.layer_loop_words:
+                    return anc
+            child = anc
+        return None
+
+    def is_kv_length_name(self, name: str) -> bool:
+        return name.lower() in self.names.kv_length_names
+
+
+def _other(phase: Optional[str]) -> Optional[str]:
+    return {PREFILL: DECODE, DECODE: PREFILL}.get(phase)

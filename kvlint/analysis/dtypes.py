@@ -1,0 +1,224 @@
+"""What dtype a tensor construction ends with, read from source.
+
+`infer_dtype(expr)` returns one of "bool", "int8", "uint8", "int32", "int64", "float" or None
+(unknown). The outermost conversion decides: `torch.triu(torch.ones(n, n), 1).to(torch.int8)`
+is int8 although `torch.ones` alone is float. Names, `self.` attributes and builder calls are
+followed through the ValueTracer.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from kvlint.analysis.module import dotted_name
+from kvlint.analysis.values import ValueTracer
+
+DTYPE_NAMES = {
+    "bool": "bool",
+    "int8": "int8", "uint8": "uint8",
+    "int32": "int32", "int": "int32",
+    "int64": "int64", "long": "int64",
+    "float16": "float", "half": "float", "bfloat16": "float", "float32": "float", "float": "float",
+    "float64": "float", "double": "float",
+}
+CONVERTING_METHODS = {  # x.half() etc.
+    "bool": "bool", "half": "float", "float": "float", "bfloat16": "float", "double": "float",
+    "int": "int32", "long": "int64", "char": "int8", "byte": "uint8",
+}
+# methods that keep the receiver's dtype
+PRESERVING_METHODS = {
+    "npu", "cuda", "cpu", "contiguous", "view", "reshape", "unsqueeze", "squeeze", "expand",
+    "expand_as", "repeat", "clone", "detach", "transpose", "permute", "flatten", "masked_fill",
+    "masked_fill_", "fill_", "__getitem__", "narrow", "pin_memory", "t", "T", "tril", "triu",
+    "tril_", "triu_", "flip", "roll", "index_select", "requires_grad_", "share_memory_",
+    "unsqueeze_", "squeeze_", "copy_", "zero_", "logical_not", "logical_not_",
+}
+FACTORIES_DEFAULT_FLOAT = {"ones", "zeros", "empty", "rand", "randn", "full"}
+FACTORIES_LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}
+SHAPE_PRESERVING_FUNCS = {"triu", "tril", "flip", "roll", "cat", "stack", "where", "narrow"}
+TORCH_HEADS = ("torch", "np", "numpy")
+
+
+def dtype_of_expr(expr: Optional[ast.expr]) -> Optional[str]:
+    """`torch.int32`, `torch.long`, `np.int64`, `"int32"` -> canonical name."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return DTYPE_NAMES.get(expr.value)
+    name = dotted_name(expr)
+    if name is None:
+        return None
+    head, _, last = name.rpartition(".")
+    if head and head.split(".")[0] not in TORCH_HEADS:
+        return None
+    if not head and name not in ("bool", "int", "float"):
+        return None
+    if name == "bool":
+        return "bool"
+    if name == "int":
+        return "int64" if not head else "int32"
+    if name == "float":
+        return "float"
+    return DTYPE_NAMES.get(last)
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+class DtypeInference:
+    def __init__(self, tracer: ValueTracer):
+        self.tracer = tracer
+
+    def infer(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[Optional[str]]:
+        """Possible final dtypes of `expr` (one per candidate value)."""
+        results = []
+        for cand in self.tracer.candidates(expr, at, follow_calls=True):
+            results.append(self._leaf(cand, depth))
+        return results
+
+    def construction_sites(self, expr: ast.expr, at: Optional[ast.AST] = None) -> List[ast.expr]:
+        """The candidate construction expressions (where a fix would go)."""
+        return self.tracer.candidates(expr, at, follow_calls=True)
+
+    def _leaf(self, node: ast.expr, depth: int) -> Optional[str]:
+        if depth > 8:
+            return None
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                return "bool"
+            if isinstance(v, float):
+                return "float"
+            return None
+        if isinstance(node, ast.Compare):
+            return "bool"
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                return "bool"
+            return self._follow(node.operand, depth)
+        if isinstance(node, ast.BinOp):
+            left, right = self._follow(node.left, depth), self._follow(node.right, depth)
+            if "float" in (left, right) or self._is_float_literal(node.left) or self._is_float_literal(node.right):
+                return "float"
+            if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and left == right:
+                return left
+            return None
+        if isinstance(node, ast.Subscript):
+            return self._follow(node.value, depth)
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        return None
+
+    def _follow(self, expr: ast.expr, depth: int) -> Optional[str]:
+        kinds = set(self.infer(expr, expr, depth + 1))
+        return kinds.pop() if len(kinds) == 1 else None
+
+    @staticmethod
+    def _is_float_literal(node: ast.expr) -> bool:
+        if isinstance(node, ast.UnaryOp):
+            node = node.operand
+        if isinstance(node, ast.Constant) and isinstance(node.value, float):
+            return True
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float")
+
+    def _call(self, call: ast.Call, depth: int) -> Optional[str]:
+        func = call.func
+        dtype_kw = _keyword(call, "dtype")
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            receiver = func.value
+            name = dotted_name(func) or ""
+            is_module_func = name.split(".")[0] in TORCH_HEADS and name.count(".") >= 1 \
+                and not isinstance(receiver, ast.Call)
+            if is_module_func and receiver_is_module(receiver):
+                return self._factory(method, call, dtype_kw, depth)
+            if method in ("to", "type"):
+                target = dtype_kw if dtype_kw is not None else (call.args[0] if call.args else None)
+                dt = dtype_of_expr(target)
+                if dt is not None:
+                    return dt
+                if dtype_kw is None and call.args and not isinstance(call.args[0], ast.Constant):
+                    # .to(other_tensor) or .to(device): a device move keeps the dtype
+                    pass
+                return self._follow(receiver, depth)
+            if method in CONVERTING_METHODS:
+                return CONVERTING_METHODS[method]
+            if method in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+                return dtype_of_expr(dtype_kw) if dtype_kw is not None else self._follow(receiver, depth)
+            if method in PRESERVING_METHODS:
+                return self._follow(receiver, depth)
+            return None
+        return None
+
+    def _factory(self, fname: str, call: ast.Call, dtype_kw, depth: int) -> Optional[str]:
+        if dtype_kw is not None:
+            return dtype_of_expr(dtype_kw)
+        if fname in ("ones", "zeros", "empty", "rand", "randn"):
+            return "float"
+        if fname == "full":
+            fill = call.args[1] if len(call.args) > 1 else _keyword(call, "fill_value")
+            if fill is None:
+                return None
+            if self._is_float_literal(fill):
+                return "float"
+            lit = self.tracer.literal(fill)
+            if isinstance(lit, bool):
+                return "bool"
+            if isinstance(lit, int):
+                return "int64"
+            return None
+        if fname in FACTORIES_LIKE and call.args:
+            if fname == "full_like" and len(call.args) > 1 and self._is_float_literal(call.args[1]):
+                return self._follow(call.args[0], depth)
+            return self._follow(call.args[0], depth)
+        if fname == "arange":
+            if any(self._is_float_literal(a) for a in call.args):
+                return "float"
+            return "int64"
+        if fname in ("tensor", "as_tensor", "array", "asarray"):
+            data = call.args[0] if call.args else None
+            if data is None:
+                return None
+            return self._python_data_dtype(data)
+        if fname in ("triu", "tril", "flip", "roll", "narrow") and call.args:
+            return self._follow(call.args[0], depth)
+        if fname in ("cat", "stack") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):
+            kinds = {self._follow(e, depth) for e in call.args[0].elts}
+            return kinds.pop() if len(kinds) == 1 else None
+        if fname == "logical_not":
+            return "bool"
+        if fname == "where":
+            return None
+        return None
+
+    def _python_data_dtype(self, data: ast.expr) -> Optional[str]:
+        """torch.tensor(<python ints>) is int64; of floats, float. Heuristic
+        TENSOR_FROM_PYTHON_INTS: a list comprehension or list of names is taken as ints
+        only when every element literal is an int."""
+        lit = self.tracer.literal(data)
+        if isinstance(lit, tuple):
+            flat = list(_flatten(lit))
+            if flat and all(isinstance(x, bool) for x in flat):
+                return "bool"
+            if flat and all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+                return "int64"
+            if any(isinstance(x, float) for x in flat):
+                return "float"
+        return None
+
+
+def receiver_is_module(receiver: ast.expr) -> bool:
+    name = dotted_name(receiver)
+    return name is not None and name.split(".")[0] in TORCH_HEADS and name in ("torch", "np", "numpy", "torch.Tensor")
+
+
+def _flatten(t):
+    for x in t:
+        if isinstance(x, tuple):
+            yield from _flatten(x)
+        else:
+            yield x

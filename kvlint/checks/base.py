@@ -1,0 +1,94 @@
+"""The rule interface and the per-file context every rule receives."""
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from kvlint.analysis.context import Context
+from kvlint.analysis.dtypes import DtypeInference
+from kvlint.analysis.findings import Edit, Finding, Fix
+from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.resolve import OperatorCall, OperatorResolver
+from kvlint.analysis.values import CallArgs, ValueTracer
+from kvlint.catalog import Catalog
+from kvlint.settings import Settings
+
+
+class FileContext:
+    """Everything a rule may ask about one file; each piece computed once."""
+
+    def __init__(self, index: ModuleIndex, catalog: Catalog, settings: Settings):
+        self.index = index
+        self.source = index.source
+        self.catalog = catalog
+        self.settings = settings
+        self.resolver = OperatorResolver(index, catalog)
+        self.values = ValueTracer(index)
+        self.dtypes = DtypeInference(self.values)
+        self.context = Context(index, settings.names)
+        self._op_calls: Optional[List[OperatorCall]] = None
+        self._args: Dict[int, CallArgs] = {}
+
+    @property
+    def op_calls(self) -> List[OperatorCall]:
+        if self._op_calls is None:
+            self._op_calls = [oc for oc in map(self.resolver.resolve, self.index.calls) if oc is not None]
+        return self._op_calls
+
+    def args(self, call: ast.Call) -> CallArgs:
+        a = self._args.get(id(call))
+        if a is None:
+            a = self._args[id(call)] = self.values.call_args(call)
+        return a
+
+    def finding(self, code: str, node: ast.AST, message: str, fix: Optional[Fix] = None,
+                anchor: Optional[ast.AST] = None) -> Finding:
+        """A finding at `node`. `# noqa` works on the node's line and on the first line of the
+        statement holding `anchor` (default: `node`)."""
+        line, col, end_line, end_col = self.index.span(node)
+        stmt = self.index.statement_of(anchor if anchor is not None else node)
+        noqa = tuple(sorted({line, getattr(stmt, "lineno", line)}))
+        info = self.catalog.rules.get(code)
+        severity = self.settings.severity.get(code, info.severity if info else "error")
+        return Finding(self.source.path, line, col + 1, end_line, end_col + 1, code, message,
+                       severity, fix, noqa, self.source.line(line))
+
+    def edit_replace(self, node: ast.AST, text: str) -> Edit:
+        line, col, end_line, end_col = self.index.span(node)
+        return Edit((line, col), (end_line, end_col), text)
+
+    def text(self, node: ast.AST) -> str:
+        line, col, end_line, end_col = self.index.span(node)
+        if line == end_line:
+            return self.source.line(line)[col:end_col]
+        parts = [self.source.line(line)[col:]]
+        parts += [self.source.line(n) for n in range(line + 1, end_line)]
+        parts.append(self.source.line(end_line)[:end_col])
+        return "\n".join(parts)
+
+
+class Rule:
+    """A static rule. Set `code`; implement `check_call` (called once per resolved operator
+    call whose base name is in `operators`) and/or `check_module`.
+
+    `operators` and `trigger_words` feed the byte pre-filter: a file that contains none of
+    the words of any enabled rule is not parsed.
+    """
+
+    code: str = ""
+    operators: Tuple[str, ...] = ()
+    trigger_words: Tuple[str, ...] = ()
+
+    def check_call(self, oc: OperatorCall, ctx: FileContext) -> Iterable[Finding]:
+        return ()
+
+    def check_module(self, ctx: FileContext) -> Iterable[Finding]:
+        return ()
+
+    @property
+    def wants_calls(self) -> bool:
+        return type(self).check_call is not Rule.check_call
+
+    @property
+    def wants_module(self) -> bool:
+        return type(self).check_module is not Rule.check_module

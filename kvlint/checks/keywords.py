@@ -1,0 +1,57 @@
+"""Shared by the keyword rules: which keywords an operator call passes that its schema lacks."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional, Tuple
+
+from kvlint.analysis.findings import Edit, Fix
+from kvlint.analysis.resolve import OperatorCall
+from kvlint.analysis.values import KeywordArg
+from kvlint.checks.base import FileContext
+from kvlint.checks.operators import FA_V1, FA_V2
+
+
+def unknown_keywords(oc: OperatorCall, ctx: FileContext) -> Iterator[KeywordArg]:
+    allowed = oc.operator.keyword_names
+    for kw in ctx.args(oc.call).all():
+        if kw.name not in allowed:
+            yield kw
+
+
+def other_version_name(op_name: str, keyword: str, ctx: FileContext) -> Optional[Tuple[str, str]]:
+    """(version label, right keyword or "") when `keyword` belongs to the other FA version.
+
+    The right keyword is "" when the other version's keyword has no counterpart here."""
+    fa = ctx.catalog.fa
+    if op_name == FA_V1:
+        other = ctx.catalog.operator("npu", FA_V2)
+        if fa.v2_to_v1.get(keyword):
+            return "v2", fa.v2_to_v1[keyword]
+        if other is not None and keyword in other.keyword_names:
+            return "v2", ""
+    elif op_name == FA_V2:
+        other = ctx.catalog.operator("npu", FA_V1)
+        if fa.v1_to_v2.get(keyword):
+            return "v1", fa.v1_to_v2[keyword]
+        if other is not None and keyword in other.keyword_names:
+            return "v1", ""
+    return None
+
+
+def rename_fix(kw: KeywordArg, new: str, ctx: FileContext) -> Optional[Fix]:
+    """Rename a keyword where it is written: `name=`, a dict key or a `d["name"]` key."""
+    node = kw.node
+    if isinstance(node, ast.keyword):
+        line = node.lineno
+        col = ctx.index.char_col(line, node.col_offset)
+        if ctx.source.line(line)[col:col + len(kw.name)] != kw.name:
+            return None
+        edit = Edit((line, col), (line, col + len(kw.name)), new)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        old = ctx.text(node)
+        if len(old) < 2 or old[0] not in "\"'" or old[-1] != old[0]:
+            return None
+        edit = ctx.edit_replace(node, f"{old[0]}{new}{old[0]}")
+    else:
+        return None
+    return Fix(f"rename `{kw.name}` to `{new}`", (edit,), safe=True)

@@ -1,0 +1,132 @@
+"""KV301: a block_table built with a dtype other than int32 (docs: rules/codes/KV301.toml)."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional, Tuple
+
+from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
+from kvlint.analysis.findings import Edit, Fix
+from kvlint.analysis.module import dotted_name
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.operators import PAGED_READERS
+
+BLOCK_TABLE_NAMES = ("block_table", "block_tables")
+# Heuristic INDEXING_ONLY_USES: an int64 table used only through these is an index, not an
+# operator input (torch indexing wants int64).
+INDEXING_USES = ("index_select", "gather", "take", "take_along_dim", "index_put", "index_put_", "scatter")
+POSTFIX_SAFE = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
+
+
+def construction_dtype(site: ast.expr, ctx: FileContext) -> Optional[str]:
+    dtype = ctx.dtypes._leaf(site, 0)
+    if dtype is None and _is_untyped_tensor_call(site):
+        # Heuristic TENSOR_FROM_PYTHON_INTS: torch.tensor(ids) without dtype holds int64
+        return "int64"
+    return dtype
+
+
+def _is_untyped_tensor_call(site: ast.expr) -> bool:
+    return (isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute)
+            and site.func.attr in ("tensor", "as_tensor") and receiver_is_module(site.func.value)
+            and not any(k.arg == "dtype" for k in site.keywords))
+
+
+def int32_fix(site: ast.expr, ctx: FileContext) -> Optional[Fix]:
+    """`.long()` -> `.int()`, `dtype=torch.long` -> `dtype=torch.int32`, else append
+    `.to(torch.int32)`."""
+    if isinstance(site, ast.Call):
+        f = site.func
+        if isinstance(f, ast.Attribute) and f.attr == "long" and not site.args:
+            end_line = f.end_lineno
+            end_col = ctx.index.char_col(end_line, f.end_col_offset)
+            return Fix("use .int()", (Edit((end_line, end_col - 4), (end_line, end_col), "int"),))
+        for kw in site.keywords:
+            if kw.arg == "dtype" and dtype_of_expr(kw.value) in ("int64", "float"):
+                head = (dotted_name(kw.value) or "torch.x").split(".")[0]
+                return Fix("use dtype int32", (ctx.edit_replace(kw.value, f"{head}.int32"),))
+        if isinstance(f, ast.Attribute) and f.attr in ("to", "type") and site.args \
+                and dtype_of_expr(site.args[0]) in ("int64", "float"):
+            head = (dotted_name(site.args[0]) or "torch.x").split(".")[0]
+            return Fix("convert to int32", (ctx.edit_replace(site.args[0], f"{head}.int32"),))
+    if isinstance(site, POSTFIX_SAFE):
+        line, col, end_line, end_col = ctx.index.span(site)
+        return Fix("append .to(torch.int32)", (Edit((end_line, end_col), (end_line, end_col), ".to(torch.int32)"),))
+    return None
+
+
+def message(dtype: str, where: str) -> str:
+    got = "int64" if dtype == "int64" else "a floating dtype"
+    return (f"this block_table is built as {got}{where}: the fused attention operators take "
+            f"an int32 block table; convert it once where it is built with .to(torch.int32)")
+
+
+def target_name(target: ast.expr) -> Optional[str]:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) \
+            and isinstance(target.slice.value, str):
+        return target.slice.value
+    return None
+
+
+@register
+class BlockTableNotInt32(Rule):
+    code = "KV301"
+    operators = PAGED_READERS
+    trigger_words = BLOCK_TABLE_NAMES
+
+    def check_call(self, oc, ctx: FileContext):
+        for value in ctx.args(oc.call).values("block_table"):
+            for site in ctx.dtypes.construction_sites(value, oc.call):
+                dtype = construction_dtype(site, ctx)
+                if dtype in ("int64", "float"):
+                    yield ctx.finding(self.code, site, message(dtype, ""), int32_fix(site, ctx))
+
+    def check_module(self, ctx: FileContext):
+        for node in ctx.index.assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            if value is None:
+                continue
+            for target in targets:
+                name = target_name(target)
+                if name not in BLOCK_TABLE_NAMES:
+                    continue
+                dtype = construction_dtype(value, ctx)
+                if dtype not in ("int64", "float"):
+                    continue
+                if self._converted_or_index_only(target, node, ctx):
+                    continue
+                yield ctx.finding(self.code, value, message(dtype, ""), int32_fix(value, ctx))
+
+    def _converted_or_index_only(self, target: ast.expr, stmt: ast.AST, ctx: FileContext) -> bool:
+        """VISIBLY_CONVERTED / INDEXING_ONLY_USES: look at the later uses of the same target in
+        the same function (or module)."""
+        key = ast.dump(target, annotate_fields=False)
+        scope = ctx.index.enclosing_function(stmt) or ctx.index.tree
+        used_as_operator_input = False
+        used_for_indexing = False
+        for node in ast.walk(scope):
+            if not hasattr(node, "lineno") or node.lineno <= stmt.lineno:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                recv = node.func.value
+                if _same(recv, key) and (node.func.attr in ("int",) or (
+                        node.func.attr in ("to", "type") and any(
+                            dtype_of_expr(a) == "int32" for a in list(node.args) + [k.value for k in node.keywords]))):
+                    return True
+                if node.func.attr in INDEXING_USES and any(_same(a, key) for a in node.args):
+                    used_for_indexing = True
+            if isinstance(node, ast.Subscript) and _same(node.slice, key):
+                used_for_indexing = True
+            if isinstance(node, ast.keyword) and node.arg == "block_table" and _same(node.value, key):
+                used_as_operator_input = True
+        return used_for_indexing and not used_as_operator_input
+
+
+def _same(node: ast.AST, key: str) -> bool:
+    return isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and \
+        ast.dump(node, annotate_fields=False) == key

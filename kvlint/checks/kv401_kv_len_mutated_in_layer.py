@@ -1,0 +1,150 @@
+"""KV401: kv_len / seq lens / slot_mapping changed inside a layer (docs: rules/codes/KV401.toml)."""
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+
+INPLACE_METHODS = frozenset({
+    "add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "index_put_", "index_add_",
+    "index_copy_", "index_fill_", "scatter_", "scatter_add_", "masked_fill_", "masked_scatter_",
+    "clamp_", "append", "extend",
+})
+# Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
+FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
+                         "empty", "cat", "stack", "zeros_like", "ones_like", "new_zeros", "new_tensor",
+                         "list", "int", "len", "sum", "max", "min", "cumsum", "tolist"})
+DEVICE_MOVES = frozenset({"to", "npu", "cuda", "cpu", "pin_memory", "contiguous", "non_blocking"})
+
+
+def terminal_name(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript):
+        return terminal_name(node.value)
+    return None
+
+
+@register
+class KvLenMutatedInLayer(Rule):
+    code = "KV401"
+    trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+
+    def check_module(self, ctx: FileContext):
+        idx = ctx.index
+        for node in idx.aug_assigns:
+            name = terminal_name(node.target)
+            if name and ctx.context.is_kv_length_name(name) and self._in_layer(node, ctx) \
+                    and not self._fresh_local(node.target, node, ctx):
+                yield ctx.finding(self.code, node.target, self._message(name, node, ctx, "incremented"))
+        for call in idx.calls:
+            f = call.func
+            if isinstance(f, ast.Attribute) and f.attr in INPLACE_METHODS:
+                name = terminal_name(f.value)
+                if name and ctx.context.is_kv_length_name(name) and self._in_layer(call, ctx) \
+                        and not self._fresh_local(f.value, call, ctx):
+                    if f.attr in ("append", "extend") and not isinstance(f.value, ast.Attribute):
+                        continue
+                    yield ctx.finding(self.code, call, self._message(name, call, ctx, f"changed in place (.{f.attr})"))
+        for node in idx.assigns:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                yield from self._check_store(target, node, ctx)
+
+    def _check_store(self, target, stmt, ctx: FileContext):
+        name = terminal_name(target)
+        if not name or not ctx.context.is_kv_length_name(name) or stmt.value is None:
+            return
+        if not self._in_layer(stmt, ctx):
+            return
+        in_loop = ctx.context.per_layer_loop(stmt) is not None
+        if isinstance(target, ast.Subscript):
+            if self._fresh_local(target.value, stmt, ctx):
+                return
+            yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "written in place"))
+            return
+        increments = self._refers_to(stmt.value, target)
+        if isinstance(target, ast.Name):
+            if in_loop and increments:
+                yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "re-derived"))
+            return
+        if isinstance(target, ast.Attribute):
+            is_self = isinstance(target.value, ast.Name) and target.value.id == "self"
+            if self._device_move(stmt.value, target) or self._restored(stmt, target, ctx):
+                return
+            if increments or not is_self:
+                yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "overwritten"))
+
+    # -- heuristics -------------------------------------------------------------------------
+    def _in_layer(self, node, ctx: FileContext) -> bool:
+        """LAYER_CLASS method other than __init__, or PER_LAYER_LOOP body."""
+        if ctx.context.per_layer_loop(node) is not None:
+            return True
+        func = ctx.index.enclosing_function(node)
+        if func is None or func.name in ("__init__", "__post_init__"):
+            return False
+        return ctx.context.layer_class(node) is not None
+
+    def _fresh_local(self, target, at, ctx: FileContext) -> bool:
+        """CLONE_THEN_MUTATE: a local bound to a fresh tensor/value before the mutation."""
+        if not isinstance(target, ast.Name):
+            return False
+        func = ctx.index.enclosing_function(at)
+        if func is None:
+            return False
+        items = ctx.values.assignments(func).get(target.id, [])
+        before = [v for stmt, v in items if stmt.lineno < at.lineno]
+        if not before:
+            return False
+        value = before[-1]
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in DEVICE_MOVES:
+            value = value.func.value
+        if isinstance(value, (ast.Constant, ast.List, ast.ListComp, ast.BinOp)):
+            return True
+        if isinstance(value, ast.Call):
+            f = value.func
+            name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            return name in FRESH_CALLS
+        return False
+
+    @staticmethod
+    def _refers_to(value: ast.expr, target: ast.expr) -> bool:
+        want = dotted_name(target)
+        return want is not None and any(dotted_name(n) == want for n in ast.walk(value)
+                                        if isinstance(n, (ast.Name, ast.Attribute)))
+
+    @staticmethod
+    def _device_move(value: ast.expr, target: ast.expr) -> bool:
+        """DEVICE_MOVE: `m.seq_lens = m.seq_lens.to(device)`."""
+        want = dotted_name(target)
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in DEVICE_MOVES:
+            value = value.func.value
+            if dotted_name(value) == want:
+                return True
+        return False
+
+    @staticmethod
+    def _restored(stmt, target, ctx: FileContext) -> bool:
+        """TRY_FINALLY_RESTORE: the same attribute is assigned back in a `finally:` block."""
+        want = dotted_name(target)
+        for anc in ctx.index.ancestors(stmt):
+            if isinstance(anc, ast.Try) and anc.finalbody:
+                for n in ast.walk(ast.Module(body=anc.finalbody, type_ignores=[])):
+                    if isinstance(n, ast.Assign) and any(dotted_name(t) == want for t in n.targets):
+                        return True
+            if isinstance(anc, FunctionNode):
+                break
+        return False
+
+    def _message(self, name, node, ctx: FileContext, how: str) -> str:
+        loop = ctx.context.per_layer_loop(node)
+        where = "inside a per-layer loop" if loop is not None else \
+            f"inside {ctx.context.layer_class(node).name}.{ctx.index.enclosing_function(node).name}"
+        return (f"`{name}` {how} {where}: it is owned by the runner and shared by every layer of the "
+                f"step, so each later layer writes and reads at a shifted position; update it once "
+                f"per step outside the model's forward")

@@ -1,0 +1,69 @@
+"""Shared by the mask rules: where an atten_mask is built."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional, Tuple
+
+from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
+from kvlint.analysis.resolve import OperatorCall
+from kvlint.checks.base import FileContext
+
+SHAPED_FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn"}
+
+
+def mask_constructions(oc: OperatorCall, ctx: FileContext) -> Iterator[ast.expr]:
+    for value in ctx.args(oc.call).values("atten_mask"):
+        for site in ctx.dtypes.construction_sites(value, oc.call):
+            if isinstance(site, ast.Constant) and site.value is None:
+                continue
+            yield site
+
+
+def innermost_factory(expr: ast.expr, ctx: FileContext, depth: int = 0) -> Optional[ast.Call]:
+    """`torch.ones(...)` inside `~torch.tril(torch.ones(...)).to(torch.bool).npu()` and the like."""
+    if depth > 10:
+        return None
+    if isinstance(expr, ast.UnaryOp):
+        return innermost_factory(expr.operand, ctx, depth + 1)
+    if isinstance(expr, ast.Name):
+        cands = ctx.values.candidates(expr, expr, follow_calls=True)
+        if len(cands) == 1 and cands[0] is not expr:
+            return innermost_factory(cands[0], ctx, depth + 1)
+        return None
+    if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+        return None
+    f = expr.func
+    if receiver_is_module(f.value):
+        if f.attr in SHAPED_FACTORIES:
+            return expr
+        if f.attr in ("triu", "tril") and expr.args:
+            return innermost_factory(expr.args[0], ctx, depth + 1)
+        return None
+    if f.attr in PRESERVING_METHODS or f.attr in CONVERTING_METHODS or f.attr in ("to", "type"):
+        if f.attr in ("view", "reshape", "expand", "repeat"):
+            return None  # changes the shape
+        return innermost_factory(f.value, ctx, depth + 1)
+    return None
+
+
+def factory_shape(call: ast.Call, ctx: FileContext) -> Optional[Tuple[Optional[int], ...]]:
+    """The literal dims of a factory call (None for a dim that is not a literal)."""
+    dims: List[ast.expr]
+    size_kw = next((k.value for k in call.keywords if k.arg == "size"), None)
+    fname = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    args = call.args[:1] if fname == "full" else call.args
+    if size_kw is not None:
+        dims = list(size_kw.elts) if isinstance(size_kw, (ast.Tuple, ast.List)) else []
+    elif len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        dims = list(args[0].elts)
+    elif args and not any(isinstance(a, ast.Starred) for a in args):
+        dims = list(args)
+    else:
+        return None
+    if not dims:
+        return None
+    out = []
+    for d in dims:
+        v = ctx.values.int_value(d, d)
+        out.append(v if isinstance(v, int) else None)
+    return tuple(out)

@@ -1,0 +1,70 @@
+"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional, Set
+
+from kvlint.analysis.resolve import OperatorCall
+from kvlint.analysis.values import UNKNOWN
+from kvlint.checks.base import FileContext
+
+CAUSAL_OR_BAND = {2, 3, 4}
+# A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
+# diffusion models): ignoring it changes nothing.
+UNBOUNDED_TOKENS = 65535
+
+
+@dataclass
+class SparseView:
+    modes: Set[object]  # literal candidates; UNKNOWN when any candidate is not a literal
+    mode_node: Optional[ast.AST]  # the keyword node, if passed
+    mask_passed: bool
+    mask_all_none: bool  # no mask, or every candidate is literal None
+    complete: bool  # all keywords known
+
+    @property
+    def modes_known(self) -> bool:
+        return UNKNOWN not in self.modes
+
+    @property
+    def no_mask(self) -> bool:
+        return not self.mask_passed or self.mask_all_none
+
+
+def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
+    args = ctx.args(oc.call)
+    modes: Set[object] = set()
+    mode_node = None
+    kws = args.keywords.get("sparse_mode", [])
+    if kws:
+        mode_node = kws[0].node
+        for kw in kws:
+            modes.update(ctx.values.literal_values(kw.value, oc.call))
+        if any(kw.conditional for kw in kws):
+            modes.add(0)
+    else:
+        modes.add(0)
+    mask_kws = args.keywords.get("atten_mask", [])
+    mask_values: List[object] = []
+    for kw in mask_kws:
+        mask_values.extend(ctx.values.literal_values(kw.value, oc.call))
+    mask_all_none = bool(mask_kws) and all(v is None for v in mask_values) and \
+        not any(kw.conditional for kw in mask_kws)
+    return SparseView(modes, mode_node, bool(mask_kws), mask_all_none, args.complete)
+
+
+def token_window_values(oc: OperatorCall, ctx: FileContext, name: str):
+    """(keyword node, literal candidates) of pre_tokens / next_tokens, or None if not passed."""
+    kws = ctx.args(oc.call).keywords.get(name, [])
+    if not kws:
+        return None
+    values = []
+    for kw in kws:
+        values.extend(ctx.values.literal_values(kw.value, oc.call))
+    return kws[0].node, values
+
+
+def bounded(values) -> bool:
+    """Some candidate is a real window (not literal and huge)."""
+    return any(not (isinstance(v, int) and v >= UNBOUNDED_TOKENS) for v in values)

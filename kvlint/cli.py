@@ -1,0 +1,122 @@
+"""The `kvlint` command line: `kvlint check [PATH ...]` and `kvlint rule CODE`.
+
+Exit codes: 0 no findings, 1 findings, 2 usage error or nothing could be checked.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+from kvlint import __version__
+from kvlint.catalog import load_catalog
+from kvlint.discovery import iter_python_files
+from kvlint.engine import Checker
+from kvlint.report import Report
+from kvlint.settings import Settings
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ("text", "json")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 too, but we want one clear line
+        raise UsageError(message)
+
+
+def codes_list(text: str) -> List[str]:
+    return [c.strip().upper() for c in text.split(",") if c.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kvlint", description="Checks Ascend attention and KV-cache operator calls.")
+    parser.add_argument("--version", action="version", version=f"kvlint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    check = sub.add_parser("check", help="check Python files (default: the current folder)")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    check.add_argument("--select", type=codes_list, default=[], metavar="CODES",
+                       help="only these codes or prefixes (KV1, KV301)")
+    check.add_argument("--ignore", type=codes_list, default=[], metavar="CODES")
+    check.add_argument("--extend-select", type=codes_list, default=[], metavar="CODES")
+    check.add_argument("--format", choices=FORMATS, default="text")
+    check.add_argument("--no-source", action="store_true", help="text format: no source line")
+    rule = sub.add_parser("rule", help="show a rule's documentation")
+    rule.add_argument("code", nargs="?")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    return parser
+
+
+def validate_codes(codes: Sequence[str]) -> None:
+    known = set(load_catalog().rules) | {"KV000"}
+    for c in codes:
+        if c != "ALL" and not any(k.startswith(c) for k in known):
+            raise UsageError(f"unknown rule code or prefix: {c}")
+
+
+def run_check(args) -> int:
+    for group in (args.select, args.ignore, args.extend_select):
+        validate_codes(group)
+    settings = Settings(select=tuple(args.select), ignore=tuple(args.ignore),
+                        extend_select=tuple(args.extend_select))
+    files, missing = iter_python_files(args.paths)
+    if missing:
+        for m in missing:
+            print(f"kvlint: error: {m}: no such file or directory", file=sys.stderr)
+        return EXIT_ERROR
+    checker = Checker(settings)
+    report = Report(files=len(files))
+    for path in files:
+        result = checker.check_path(path)
+        report.findings.extend(result.findings)
+        report.errors.extend(result.errors)
+    report.findings.sort(key=lambda f: f.sort_key())
+    emit(report, args)
+    return EXIT_FINDINGS if report.findings else EXIT_CLEAN
+
+
+def emit(report: Report, args) -> None:
+    if args.format == "json":
+        from kvlint.report.json_format import render as render_json
+
+        sys.stdout.write(render_json(report))
+    else:
+        from kvlint.report.text_format import render as render_text, use_color
+
+        sys.stdout.write(render_text(report, color=use_color(sys.stdout), show_source=not args.no_source))
+
+
+def run_rule(args) -> int:
+    from kvlint.rule_docs import render_rule, render_table
+
+    catalog = load_catalog()
+    if args.all or not args.code:
+        sys.stdout.write(render_table(catalog))
+        return EXIT_CLEAN
+    code = args.code.upper()
+    if code not in catalog.rules:
+        raise UsageError(f"unknown rule code: {args.code}")
+    sys.stdout.write(render_rule(catalog.rules[code]))
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "check":
+            return run_check(args)
+        if args.command == "rule":
+            return run_rule(args)
+        parser.print_help()
+        return EXIT_ERROR
+    except UsageError as exc:
+        print(f"kvlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN

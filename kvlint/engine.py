@@ -1,0 +1,127 @@
+"""Check one file: pre-filter its bytes, parse it with `ast`, run the enabled rules, apply
+`# noqa`. Never imports or runs the checked code; an internal error in one rule is reported
+with the file and the rule, and the other rules still run."""
+from __future__ import annotations
+
+import ast
+import re
+import traceback
+import warnings
+from typing import Iterable, List, Optional, Pattern, Sequence
+
+from kvlint.analysis.findings import FileResult, Finding
+from kvlint.analysis.module import ModuleIndex
+from kvlint.catalog import Catalog, load_catalog
+from kvlint.checks import FileContext, Rule, all_rules
+from kvlint.noqa import NoqaIndex
+from kvlint.settings import Settings
+from kvlint.source import ReadFailure, SourceFile, decode, read_bytes
+
+PARSE_ERROR = "KV000"
+
+
+class Checker:
+    def __init__(self, settings: Settings = Settings(), catalog: Optional[Catalog] = None,
+                 rules: Optional[Sequence[Rule]] = None):
+        self.settings = settings
+        self.catalog = catalog or load_catalog()
+        every = list(rules) if rules is not None else all_rules()
+        self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
+        self.prefilter = build_prefilter(self.rules)
+
+    def _default_on(self, code: str) -> bool:
+        info = self.catalog.rules.get(code)
+        return info.enabled_by_default if info else True
+
+    # -- entry points -------------------------------------------------------------------
+    def check_path(self, path: str, display: Optional[str] = None) -> FileResult:
+        shown = display or path
+        data = read_bytes(path)
+        if isinstance(data, ReadFailure):
+            return self._failure(shown, data.reason)
+        return self.check_bytes(shown, data)
+
+    def check_bytes(self, path: str, data: bytes) -> FileResult:
+        if self.prefilter is None or not self.prefilter.search(data):
+            return FileResult(path)
+        source = decode(path, data)
+        if isinstance(source, ReadFailure):
+            return self._failure(path, source.reason)
+        return self.check_source(source)
+
+    def check_source(self, source: SourceFile) -> FileResult:
+        result = FileResult(source.path)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
+                tree = ast.parse(source.text, filename=source.path)
+        except SyntaxError as exc:
+            line = exc.lineno or 1
+            result.findings.append(self._parse_finding(source.path, line, exc.offset or 1,
+                                                       f"cannot parse: {exc.msg}", source.line(line)))
+            return result
+        except (ValueError, RecursionError, MemoryError) as exc:
+            result.findings.append(self._parse_finding(source.path, 1, 1, f"cannot parse: {exc}", ""))
+            return result
+        try:
+            index = ModuleIndex(source, tree)
+        except RecursionError:
+            result.findings.append(self._parse_finding(source.path, 1, 1, "cannot parse: nesting too deep", ""))
+            return result
+        ctx = FileContext(index, self.catalog, self.settings)
+        findings: List[Finding] = []
+        for rule in self.rules:
+            try:
+                findings.extend(self._run_rule(rule, ctx))
+            except Exception as exc:  # a bug in one rule must not stop the run
+                tb = traceback.extract_tb(exc.__traceback__)[-1]
+                result.errors.append(f"{source.path}: internal error in {rule.code}: "
+                                     f"{type(exc).__name__}: {exc} ({tb.filename}:{tb.lineno})")
+        if findings:
+            noqa = NoqaIndex(source)
+            findings = [f for f in findings if not noqa.suppresses(f)]
+        result.findings.extend(dedupe(findings))
+        result.findings.sort(key=Finding.sort_key)
+        return result
+
+    @staticmethod
+    def _run_rule(rule: Rule, ctx: FileContext) -> Iterable[Finding]:
+        out: List[Finding] = []
+        if rule.wants_calls:
+            wanted = set(rule.operators)
+            for oc in ctx.op_calls:
+                if not wanted or oc.name in wanted:
+                    out.extend(rule.check_call(oc, ctx))
+        if rule.wants_module:
+            out.extend(rule.check_module(ctx))
+        return out
+
+    def _failure(self, path: str, reason: str) -> FileResult:
+        if not self.settings.enabled(PARSE_ERROR):
+            return FileResult(path, checked=False)
+        return FileResult(path, [self._parse_finding(path, 1, 1, f"cannot read: {reason}", "")], checked=False)
+
+    def _parse_finding(self, path, line, col, message, text) -> Finding:
+        return Finding(path, line, max(col, 1), line, max(col, 1), PARSE_ERROR, message, "error",
+                       source_line=text)
+
+
+def build_prefilter(rules: Sequence[Rule]) -> Optional[Pattern[bytes]]:
+    """A bytes regex of every word an enabled rule needs; derived, never hand-kept."""
+    words = set()
+    for r in rules:
+        words.update(r.operators)
+        words.update(r.trigger_words)
+    if not words:
+        return None
+    return re.compile(b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True)))
+
+
+def dedupe(findings: List[Finding]) -> List[Finding]:
+    seen, out = set(), []
+    for f in findings:
+        key = (f.line, f.column, f.code, f.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

@@ -1,0 +1,31 @@
+"""Resolved settings for one run: which codes are on, severities, heuristic names.
+
+Built from the command line (and, from issue 4 on, `[tool.kvlint]` in pyproject.toml).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Tuple
+
+from kvlint.analysis.context import HeuristicNames
+
+
+def code_matches(code: str, patterns: Iterable[str]) -> bool:
+    """`KV1` matches KV101..KV199; `KV301` matches only itself; `ALL` matches everything."""
+    return any(p == "ALL" or code.startswith(p) for p in patterns)
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Tuple[str, ...] = ()  # empty: every rule enabled by default
+    ignore: Tuple[str, ...] = ()
+    extend_select: Tuple[str, ...] = ()
+    severity: Dict[str, str] = field(default_factory=dict)
+    names: HeuristicNames = HeuristicNames()
+
+    def enabled(self, code: str, default_on: bool = True) -> bool:
+        if code_matches(code, self.ignore):
+            return False
+        if self.select:
+            return code_matches(code, self.select) or code_matches(code, self.extend_select)
+        return default_on or code_matches(code, self.extend_select)
