@@ -23,6 +23,11 @@ class HeuristicNames:
     # FUNCTION_NAME_PHASE: a function whose name contains one of these words runs that phase.
     prefill_function_words: Tuple[str, ...] = ("prefill", "prompt", "context_encode")
     decode_function_words: Tuple[str, ...] = ("decode", "decoding", "incre", "generate_step")
+    # PAST_CONTEXT_FUNCTION: a function computing attention of new tokens over the cached
+    # prefix (chunked prefill context): every key is in the past, so no phase is implied.
+    past_context_function_words: Tuple[str, ...] = (
+        "prefill_context", "prefix", "chunked_context", "past_context", "history",
+    )
     # BRANCH_FLAG_PHASE: a boolean flag naming the phase (`if is_prefill:`, `if attn_metadata.is_decode`).
     prefill_flags: Tuple[str, ...] = ("is_prefill", "prefill", "is_prompt", "is_context", "in_prefill")
     decode_flags: Tuple[str, ...] = ("is_decode", "decode", "is_decoding", "in_decode")
@@ -76,6 +81,8 @@ class Context:
                     if p is not None:
                         return p if in_body else _other(p)
             if isinstance(anc, FunctionNode):
+                if _words_in(anc.name, self.names.past_context_function_words):
+                    return None
                 if _words_in(anc.name, self.names.prefill_function_words):
                     return PREFILL
                 if _words_in(anc.name, self.names.decode_function_words):
@@ -100,9 +107,30 @@ class Context:
                 return PREFILL
             if last in self.names.decode_flags:
                 return DECODE
-            return None
+            return self._phase_count(name)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
-            return self._length_compare(test.left, test.ops[0], test.comparators[0])
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            # BRANCH_PHASE_COUNT: `num_decode_tokens > 0`, `decode_meta is not None`
+            left_name = dotted_name(left)
+            if left_name is not None and (
+                    (isinstance(op, ast.Gt) and isinstance(right, ast.Constant) and right.value == 0)
+                    or (isinstance(op, ast.IsNot) and isinstance(right, ast.Constant) and right.value is None)):
+                phase = self._phase_count(left_name)
+                if phase is not None:
+                    return phase
+            return self._length_compare(left, op, right)
+        return None
+
+    def _phase_count(self, name: str) -> Optional[str]:
+        """BRANCH_PHASE_COUNT: a truthy count/metadata named after one phase (`num_decodes`,
+        `attn_metadata.prefill`, `decode_meta`)."""
+        last = name.split(".")[-1].lower()
+        has_prefill = any(w in last for w in ("prefill", "prompt"))
+        has_decode = "decode" in last
+        if has_prefill and not has_decode:
+            return PREFILL
+        if has_decode and not has_prefill:
+            return DECODE
         return None
 
     def _length_compare(self, left, op, right) -> Optional[str]:

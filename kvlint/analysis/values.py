@@ -16,6 +16,23 @@ from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
 
 UNKNOWN = object()
 MAX_DEPTH = 6
+_PARAMETER = ast.Name(id="<parameter>", ctx=ast.Load())  # marker: the incoming value survives
+
+
+def definitely_assigns(stmts: List[ast.stmt], name: str, before_line: int) -> bool:
+    """True when every path through `stmts` (up to `before_line`) assigns `name`."""
+    for stmt in stmts:
+        if stmt.lineno >= before_line:
+            return False
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        elif isinstance(stmt, ast.If) and stmt.orelse:
+            if definitely_assigns(stmt.body, name, before_line) and \
+                    definitely_assigns(stmt.orelse, name, before_line):
+                return True
+    return False
 
 
 @dataclass
@@ -50,6 +67,9 @@ class ValueTracer:
         self._assign_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
         self._self_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
         self._defs: Optional[Dict[str, ast.AST]] = None
+        # candidates() is pure for a given index: memoised, else a chain of names bound to
+        # each other (`x = f(x)` in loops, builders calling builders) is exponential
+        self._candidates: Dict[Tuple[int, int, int, bool], List[ast.expr]] = {}
 
     # -- assignment tables ----------------------------------------------------------------
     def assignments(self, scope: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
@@ -121,25 +141,29 @@ class ValueTracer:
     # -- candidates ------------------------------------------------------------------------
     def bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
         """Values `name` may hold at `at`: assignments in the enclosing function before `at`
-        (or any, inside a loop), else module-level assignments."""
+        (every branch), else module-level assignments. When the name is a parameter that is
+        not assigned on every path before `at`, the parameter itself stays a candidate (an
+        unknown leaf): `if q_len > 1: ... else: mask = None` keeps the caller's mask."""
         func = self.index.enclosing_function(at)
         line = getattr(at, "lineno", 10 ** 9)
         if func is not None:
             items = self.assignments(func).get(name, [])
-            before = [v for stmt, v in items if stmt.lineno < line]
+            before = [(stmt, v) for stmt, v in items if stmt.lineno < line]
             if before:
-                return self._latest_unconditional(before, items, func, line)
+                values = self._reaching(before, func)
+                if self.is_parameter(name, func) and not definitely_assigns(func.body, name, line):
+                    values.append(_PARAMETER)
+                return values
             if items or self.is_parameter(name, func):
                 return []
         items = self.assignments(self.index.tree).get(name, [])
         return [v for _, v in items]
 
-    def _latest_unconditional(self, before, items, func, line):
-        # keep every assignment from the last one written at the function's top level on
-        # (an earlier unconditional one is overwritten); branches keep all their arms.
-        stmts = [(stmt, v) for stmt, v in items if stmt.lineno < line]
+    def _reaching(self, before, func) -> List[ast.expr]:
+        # every assignment from the last one written at the function's top level on (an
+        # earlier top-level one is overwritten); assignments inside branches all count.
         result = []
-        for stmt, v in reversed(stmts):
+        for stmt, v in reversed(before):
             result.append(v)
             if self.index.parent_of(stmt) is func:
                 break
@@ -152,6 +176,13 @@ class ValueTracer:
         at = at if at is not None else expr
         if depth > MAX_DEPTH:
             return [expr]
+        key = (id(expr), id(at), depth, follow_calls)
+        hit = self._candidates.get(key)
+        if hit is None:
+            hit = self._candidates[key] = self._candidates_uncached(expr, at, depth, follow_calls)
+        return list(hit)
+
+    def _candidates_uncached(self, expr: ast.expr, at: ast.AST, depth: int, follow_calls: bool) -> List[ast.expr]:
         if isinstance(expr, ast.IfExp):
             return (self.candidates(expr.body, at, depth + 1, follow_calls)
                     + self.candidates(expr.orelse, at, depth + 1, follow_calls))
@@ -161,7 +192,10 @@ class ValueTracer:
                 return [expr]
             out: List[ast.expr] = []
             for v in values:
-                out.extend(self.candidates(v, v, depth + 1, follow_calls))
+                if v is _PARAMETER:
+                    out.append(expr)  # the caller's value: unknown
+                else:
+                    out.extend(self.candidates(v, v, depth + 1, follow_calls))
             return out
         if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
             cls = self.index.enclosing_class(at)
