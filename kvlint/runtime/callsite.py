@@ -1,0 +1,64 @@
+"""Find the user's frame: the first one outside kvlint, torch and the operator packages."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional, Tuple
+
+_SKIP_PACKAGES = ("kvlint", "torch", "torch_npu", "cann_ops_transformer", "torchair", "functools",
+                  "contextlib", "_pytest", "pluggy")
+_skip_dirs: Optional[Tuple[str, ...]] = None
+
+
+def _dirs() -> Tuple[str, ...]:
+    global _skip_dirs
+    if _skip_dirs is None:
+        dirs = []
+        for name in _SKIP_PACKAGES:
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if path:
+                dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+        _skip_dirs = tuple(dirs)
+    return _skip_dirs
+
+
+def reset() -> None:
+    """Forget the cached package folders (after torch_npu / cann_ops_transformer get imported)."""
+    global _skip_dirs
+    _skip_dirs = None
+
+
+def user_frame(depth: int = 2):
+    """The first frame outside the skipped packages, or None."""
+    skip = _dirs()
+    frame = sys._getframe(depth)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(skip) and not filename.startswith("<frozen"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def describe(frame) -> str:
+    if frame is None:
+        return ""
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def layer_key(frame, limit: int = 8):
+    """What identifies "one layer" for the kv_len discipline: the nearest calling torch.nn.Module
+    (its `self`), else the call site. Walks at most `limit` user frames."""
+    import torch
+
+    site = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    while frame is not None and limit:
+        code = frame.f_code
+        if code.co_argcount and code.co_varnames[0] == "self":
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, torch.nn.Module):
+                return ("module", id(owner))
+        frame = frame.f_back
+        limit -= 1
+    return ("site", site)

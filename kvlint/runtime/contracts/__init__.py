@@ -1,0 +1,37 @@
+"""The contracts: small functions `check(call)` that report through `call.fail(...)`.
+
+Each module registers its checks for operator base names with `@contract(...)`; the guard asks
+`contracts_for(op)` once per operator at patch time."""
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+_REGISTRY: Dict[str, List[Callable]] = {}
+_loaded = False
+
+
+def contract(*names: str):
+    def register(fn):
+        for name in names:
+            _REGISTRY.setdefault(name, []).append(fn)
+        return fn
+    return register
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        from kvlint.runtime.contracts import fa, kvlen, paged, writers  # noqa: F401  (registration)
+        _loaded = True
+
+
+def contracts_for(op) -> List[Callable]:
+    from kvlint.runtime.guard import _base_name
+
+    _load()
+    return list(_REGISTRY.get(_base_name(op.name), ()))
+
+
+def registered() -> Dict[str, List[Callable]]:
+    _load()
+    return {k: list(v) for k, v in _REGISTRY.items()}
