@@ -10,13 +10,9 @@ from typing import List, Optional, Sequence
 
 from kvlint import __version__
 from kvlint.catalog import load_catalog
-from kvlint.discovery import iter_python_files
-from kvlint.engine import Checker
-from kvlint.report import Report
-from kvlint.settings import Settings
+from kvlint.commands.check import FORMATS, add_options as add_check_options
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FORMATS = ("text", "json")
 
 
 class UsageError(Exception):
@@ -38,12 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     check = sub.add_parser("check", help="check Python files (default: the current folder)")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument("--select", type=codes_list, default=[], metavar="CODES",
+    check.add_argument("--select", type=codes_list, default=None, metavar="CODES",
                        help="only these codes or prefixes (KV1, KV301)")
     check.add_argument("--ignore", type=codes_list, default=[], metavar="CODES")
     check.add_argument("--extend-select", type=codes_list, default=[], metavar="CODES")
     check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument("--no-source", action="store_true", help="text format: no source line")
+    add_check_options(check)  # kvlint/commands/check.py: config, formats, fixes
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")
@@ -58,35 +55,13 @@ def validate_codes(codes: Sequence[str]) -> None:
 
 
 def run_check(args) -> int:
-    for group in (args.select, args.ignore, args.extend_select):
-        validate_codes(group)
-    settings = Settings(select=tuple(args.select), ignore=tuple(args.ignore),
-                        extend_select=tuple(args.extend_select))
-    files, missing = iter_python_files(args.paths)
-    if missing:
-        for m in missing:
-            print(f"kvlint: error: {m}: no such file or directory", file=sys.stderr)
-        return EXIT_ERROR
-    checker = Checker(settings)
-    report = Report(files=len(files))
-    for path in files:
-        result = checker.check_path(path)
-        report.findings.extend(result.findings)
-        report.errors.extend(result.errors)
-    report.findings.sort(key=lambda f: f.sort_key())
-    emit(report, args)
-    return EXIT_FINDINGS if report.findings else EXIT_CLEAN
+    from kvlint.commands.check import run
+    from kvlint.config import ConfigError
 
-
-def emit(report: Report, args) -> None:
-    if args.format == "json":
-        from kvlint.report.json_format import render as render_json
-
-        sys.stdout.write(render_json(report))
-    else:
-        from kvlint.report.text_format import render as render_text, use_color
-
-        sys.stdout.write(render_text(report, color=use_color(sys.stdout), show_source=not args.no_source))
+    try:
+        return run(args)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run_rule(args) -> int:

@@ -22,6 +22,12 @@ class Settings:
     extend_select: Tuple[str, ...] = ()
     severity: Dict[str, str] = field(default_factory=dict)
     names: HeuristicNames = HeuristicNames()
+    # issue 4 ([tool.kvlint], see kvlint/config.py): glob patterns, relative to `root`
+    exclude: Tuple[str, ...] = ()
+    extend_exclude: Tuple[str, ...] = ()
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    root: str = ""  # the folder holding the config file ("" = the current folder)
+    config_file: str = ""  # "" = no config file (defaults or --isolated)
 
     def enabled(self, code: str, default_on: bool = True) -> bool:
         if code_matches(code, self.ignore):

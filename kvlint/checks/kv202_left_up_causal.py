@@ -1,4 +1,7 @@
 """KV202: sparse_mode=2 (left-up causal) where 3 is documented (docs: rules/codes/KV202.toml)."""
+import ast
+
+from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.operators import FA, PFA
@@ -16,4 +19,15 @@ class LeftUpCausal(Rule):
             yield ctx.finding(self.code, view.mode_node,
                               "sparse_mode=2 is left-up causal: when the query is shorter than the "
                               "KV (chunked prefill, MTP, prefix cache) it hides the newest keys; use "
-                              "sparse_mode=3 (right-down causal) as documented", anchor=oc.call)
+                              "sparse_mode=3 (right-down causal) as documented", right_down_fix(view.mode_node, ctx),
+                              anchor=oc.call)
+
+
+def right_down_fix(node, ctx: FileContext):
+    """Unsafe fix, only for a literal `sparse_mode=2` in the call itself: make it 3. Unsafe
+    because it changes which keys are visible when the query is shorter than the KV (which
+    is the point, but only the author knows the mask and lengths match mode 3)."""
+    if isinstance(node, ast.keyword) and isinstance(node.value, ast.Constant) and node.value.value == 2 \
+            and type(node.value.value) is int:
+        return Fix("use sparse_mode=3 (right-down causal)", (ctx.edit_replace(node.value, "3"),), safe=False)
+    return None

@@ -1,8 +1,34 @@
 """KV205: an atten_mask built with a floating dtype (docs: rules/codes/KV205.toml)."""
+import ast
+from typing import Optional
+
+from kvlint.analysis.dtypes import receiver_is_module
+from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.fixes import module_head, set_keyword
 from kvlint.checks.masks import mask_constructions
 from kvlint.checks.operators import FUSED_ATTENTION
+
+LITERAL_FACTORIES = ("ones", "zeros")
+
+
+def bool_fix(site: ast.expr, ctx: FileContext) -> Optional[Fix]:
+    """Safe fix, only where the mask is a literal `torch.ones/zeros(...)` call, bare or directly
+    inside `torch.triu/tril(...)`: set `dtype=torch.bool` on that factory (0/1 become
+    False/True, which mean the same to the operator)."""
+    call = site
+    if _module_call(call, ("triu", "tril")) and call.args:
+        call = call.args[0]
+    if not _module_call(call, LITERAL_FACTORIES):
+        return None
+    edit = set_keyword(call, "dtype", f"{module_head(call)}.bool", ctx)
+    return Fix("build the mask with dtype=torch.bool", (edit,)) if edit else None
+
+
+def _module_call(node: ast.expr, names) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in names and receiver_is_module(node.func.value))
 
 
 @register
@@ -16,4 +42,4 @@ class FloatMask(Rule):
                 yield ctx.finding(self.code, site,
                                   f"this mask reaches {oc.name}'s `atten_mask` (line {oc.call.lineno}) "
                                   f"as a floating tensor: only bool, int8 and uint8 masks are accepted "
-                                  f"(True/1 = masked); build it with dtype=torch.bool")
+                                  f"(True/1 = masked); build it with dtype=torch.bool", bool_fix(site, ctx))

@@ -1,0 +1,1 @@
+"""Sub-command implementations behind kvlint/cli.py."""
