@@ -141,9 +141,9 @@ def _wrap(original, spec: _Spec):
                 except Exception as exc:  # a contract must never break the user's call
                     if isinstance(exc, ContractError):
                         raise
-                    call.findings.append(Finding("KV000", spec.name, "(guard)", "checkable",
-                                                 f"{type(exc).__name__}: {exc}", "kvlint skipped a contract",
-                                                 "", "warning"))
+                    warnings.warn(f"kvlint: contract {contract.__name__} could not check this "
+                                  f"{spec.name} call ({type(exc).__name__}: {exc}); skipped", RuntimeWarning,
+                                  stacklevel=3)
             if call.findings:
                 _report(call.findings)
         return original(*args, **kwargs)
