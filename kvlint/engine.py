@@ -28,6 +28,7 @@ class Checker:
         every = list(rules) if rules is not None else all_rules()
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
         self.prefilter = build_prefilter(self.rules)
+        self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _default_on(self, code: str) -> bool:
         info = self.catalog.rules.get(code)
@@ -77,12 +78,22 @@ class Checker:
                 tb = traceback.extract_tb(exc.__traceback__)[-1]
                 result.errors.append(f"{source.path}: internal error in {rule.code}: "
                                      f"{type(exc).__name__}: {exc} ({tb.filename}:{tb.lineno})")
-        if findings:
+        if findings or self.report_unused_noqa:
             noqa = NoqaIndex(source)
+            if self.report_unused_noqa:  # KV900, before suppression: it needs every finding
+                findings += self._unused_noqa(noqa, findings, source)
             findings = [f for f in findings if not noqa.suppresses(f)]
         result.findings.extend(dedupe(findings))
         result.findings.sort(key=Finding.sort_key)
         return result
+
+    def _unused_noqa(self, noqa: NoqaIndex, findings: List[Finding], source: SourceFile) -> List[Finding]:
+        from kvlint.checks.kv900_unused_noqa import unused_noqa
+
+        enabled = {r.code for r in self.rules} | ({PARSE_ERROR} if self.settings.enabled(PARSE_ERROR) else set())
+        info = self.catalog.rules.get("KV900")
+        severity = self.settings.severity.get("KV900", info.severity if info else "warning")
+        return unused_noqa(noqa, findings, enabled, set(self.catalog.rules) | {PARSE_ERROR}, source, severity)
 
     @staticmethod
     def _run_rule(rule: Rule, ctx: FileContext) -> Iterable[Finding]:

@@ -4,33 +4,38 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, Optional, Set
+from typing import Dict, Optional, Set, Tuple
 
 from kvlint.analysis.findings import Finding
 from kvlint.settings import code_matches
 from kvlint.source import SourceFile
 
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.IGNORECASE)
+HAS_NOQA = re.compile("noqa", re.IGNORECASE)
 ALL = None  # a bare `# noqa`
 
 
 class NoqaIndex:
     def __init__(self, source: SourceFile):
         self.by_line: Dict[int, Optional[Set[str]]] = {}
+        self.comments: Dict[int, Tuple[int, str]] = {}  # line -> (column, comment text), for KV900
+        if not HAS_NOQA.search(source.text):
+            return  # the common case: no need to tokenize (the hot path of every parsed file)
         try:
             tokens = tokenize.generate_tokens(io.StringIO(source.text).readline)
             for tok in tokens:
                 if tok.type == tokenize.COMMENT:
-                    self._add(tok.start[0], tok.string)
+                    self._add(tok.start[0], tok.string, tok.start[1])
         except (tokenize.TokenError, SyntaxError, IndentationError):
             for n, line in enumerate(source.lines, 1):
                 if "#" in line:
-                    self._add(n, line[line.index("#"):])
+                    self._add(n, line[line.index("#"):], line.index("#"))
 
-    def _add(self, line: int, comment: str) -> None:
+    def _add(self, line: int, comment: str, column: int = 0) -> None:
         m = NOQA.search(comment)
         if not m:
             return
+        self.comments[line] = (column, comment)
         codes = m.group("codes")
         if codes is None:
             self.by_line[line] = ALL
