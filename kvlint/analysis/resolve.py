@@ -34,6 +34,7 @@ NAMESPACE_PREFIXES: Dict[str, str] = {
     "torch_npu.atb": "atb",
     "torch.ops.atb": "atb",
     "cann_ops_transformer": "cann_ops_transformer",
+    "cann_ops_transformer.ops": "cann_ops_transformer",  # from cann_ops_transformer.ops import X
     "torch.ops.cann_ops_transformer": "cann_ops_transformer",
     "torch.ops._C_ascend": "_C_ascend",
     "torch.ops.custom": "custom",
@@ -61,6 +62,7 @@ class OperatorResolver:
         self._names = catalog.operator_names()
         self._class_attr_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
         self._local_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
+        self._assigned_names: Optional[Tuple[set, set]] = None
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
@@ -92,7 +94,28 @@ class OperatorResolver:
 
     # -- internals ----------------------------------------------------------------------
     def _maybe_alias_name(self, func: ast.expr) -> bool:
-        return isinstance(func, ast.Name)
+        """A plain name or `self.attr` may be bound to an operator object in the function or
+        class (`fa = torch_npu.npu_fused_infer_attention_score`, `self.fa = ...`)."""
+        if isinstance(func, ast.Name):
+            # only through a local `name = ...`: a name assigned nowhere in the module is
+            # rejected here without walking its function (the hot path)
+            return func.id in self._assigned()[0]
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and func.attr in self._assigned()[1]
+
+    def _assigned(self) -> Tuple[set, set]:
+        """(names, self attributes) bound by an `=` anywhere in the module."""
+        if self._assigned_names is None:
+            names, attrs = set(), set()
+            for node in self.index.assigns:
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            names.add(t.id)
+                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            attrs.add(t.attr)
+            self._assigned_names = (names, attrs)
+        return self._assigned_names
 
     def _lookup(self, qualified: str) -> Optional[Tuple[Operator, str]]:
         for prefix, namespace in NAMESPACE_PREFIXES.items():

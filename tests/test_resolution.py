@@ -1,0 +1,267 @@
+"""The analyzer's resolution of what a call is and what its keywords are, idiom by idiom."""
+import ast
+import textwrap
+
+import pytest
+
+from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.values import UNKNOWN
+from kvlint.checks.base import FileContext
+from kvlint.catalog import load_catalog
+from kvlint.settings import Settings
+from kvlint.source import decode
+
+
+def context(code: str) -> FileContext:
+    text = textwrap.dedent(code)
+    source = decode("t.py", text.encode())
+    return FileContext(ModuleIndex(source, ast.parse(text)), load_catalog(), Settings())
+
+
+def resolved(code: str):
+    ctx = context(code)
+    return [(oc.call.lineno, oc.operator.name, oc.variant) for oc in ctx.op_calls]
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("import torch_npu\ntorch_npu.npu_fused_infer_attention_score(q, k, v)",
+     [(2, "npu_fused_infer_attention_score", "")]),
+    ("import torch\ntorch.ops.npu.npu_fused_infer_attention_score_v2(q, k, v)",
+     [(2, "npu_fused_infer_attention_score_v2", "")]),
+    ("import torch_npu as t\nt.npu_incre_flash_attention(q, k, v)", [(2, "npu_incre_flash_attention", "")]),
+    ("from torch_npu import npu_fused_infer_attention_score as fa\nfa(q, k, v)",
+     [(2, "npu_fused_infer_attention_score", "")]),
+    ("import torch_npu\ntorch_npu.npu_fused_infer_attention_score.out(q, k, v, workspace=w, out=[o, l])",
+     [(2, "npu_fused_infer_attention_score", "out")]),
+    ("import torch\ntorch.ops.npu.npu_fused_infer_attention_score.default(q, k, v)",
+     [(2, "npu_fused_infer_attention_score", "default")]),
+    ("import torch\ntorch.ops.npu._npu_fused_infer_attention_score_v2_get_max_workspace(q, k, v)",
+     [(2, "npu_fused_infer_attention_score_v2", "workspace")]),
+    ("from torch.ops import npu\nnpu.scatter_update_(c, i, u, axis=1)", [(2, "scatter_update_", "")]),
+    ("import torch\ntorch.ops.cann_ops_transformer.kv_compress_epilog(cache, x, s)", [(2, "kv_compress_epilog", "")]),
+])
+def test_module_level_names(code, expected):
+    assert resolved(code) == expected
+
+
+def test_local_namespace_alias_with_torchair_alternative():
+    code = """
+    import torch
+    import torchair
+    def f(q, k, v, is_prefill, enable_gegraph):
+        fa_ops = torch.ops.npu
+        if not is_prefill and enable_gegraph:
+            fa_ops = torchair.ops
+        return fa_ops.npu_fused_infer_attention_score(q, k, v)
+    """
+    assert resolved(code) == [(8, "npu_fused_infer_attention_score", "")]
+
+
+def test_self_attribute_namespace_set_in_init_and_tng():
+    code = """
+    import torch
+    import torchair as tng
+    class Attn:
+        def __init__(self, graph):
+            self.fa_ops = tng.ops if graph else torch.ops.npu
+        def forward(self, q, k, v):
+            return self.fa_ops.npu_fused_infer_attention_score_v2(q, k, v)
+    """
+    assert resolved(code) == [(8, "npu_fused_infer_attention_score_v2", "")]
+
+
+def test_namespace_returning_method():
+    code = """
+    import torch
+    import torchair
+    class Attn:
+        def _fa_ops_for(self, is_prefill):
+            return torch.ops.npu if is_prefill else torchair.ops
+        def forward(self, q, k, v, p):
+            return self._fa_ops_for(p).npu_fused_infer_attention_score(q, k, v)
+    """
+    assert resolved(code) == [(8, "npu_fused_infer_attention_score", "")]
+
+
+def test_operator_object_bound_to_a_name_and_an_attribute():
+    code = """
+    import torch_npu
+    class Attn:
+        def __init__(self):
+            self.fa = torch_npu.npu_fused_infer_attention_score
+        def forward(self, q, k, v):
+            op = torch_npu.npu_prompt_flash_attention
+            return self.fa(q, k, v), op(q, k, v)
+    """
+    assert resolved(code) == [(8, "npu_fused_infer_attention_score", ""), (8, "npu_prompt_flash_attention", "")]
+
+
+def test_same_named_wrapper_method_is_not_the_operator():
+    code = """
+    class DeviceOperator:
+        def npu_fused_infer_attention_score(self, query, key_cache, head_size):
+            return query
+    def f(op, q, k):
+        DeviceOperator().npu_fused_infer_attention_score(q, k, head_size=1)
+        op.npu_fused_infer_attention_score(q, k, head_size=1)
+    """
+    assert resolved(code) == []
+
+
+def test_unrelated_module_with_an_operator_named_attribute():
+    assert resolved("import mylib\nmylib.npu_fused_infer_attention_score(q, k, v)") == []
+
+
+def keywords(code: str):
+    ctx = context(code)
+    (oc,) = ctx.op_calls
+    args = ctx.args(oc.call)
+    return {k: [(kw.conditional, kw.via_dict) for kw in v] for k, v in args.keywords.items()}, args.complete
+
+
+def test_dict_literal_subscript_update_and_conditional_keys():
+    code = """
+    import torch_npu
+    def f(q, k, v, rope, extra_scale):
+        d = {"num_heads": 8}
+        d["scale"] = 0.1
+        d.update({"input_layout": "TND"})
+        d.update(sparse_mode=3)
+        if rope is not None:
+            d["query_rope"] = rope
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, atten_mask=None, **d)
+    """
+    kws, complete = keywords(code)
+    assert complete
+    assert set(kws) == {"num_heads", "scale", "input_layout", "sparse_mode", "query_rope", "atten_mask"}
+    assert kws["query_rope"] == [(True, "d")]
+    assert kws["scale"] == [(False, "d")]
+    assert kws["atten_mask"] == [(False, None)]
+
+
+def test_dict_call_and_nested_unpacking():
+    code = """
+    import torch_npu
+    def f(q, k, v):
+        base = dict(num_heads=8, scale=0.1)
+        d = dict(base, input_layout="BSH")
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, **d)
+    """
+    kws, complete = keywords(code)
+    assert complete and set(kws) == {"num_heads", "scale", "input_layout"}
+
+
+def test_unresolvable_kwargs_mark_the_set_incomplete():
+    code = """
+    import torch_npu
+    def f(q, k, v, **kwargs):
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, **kwargs)
+    """
+    kws, complete = keywords(code)
+    assert not complete and kws == {}
+
+
+def literal_candidates(code: str, keyword: str):
+    ctx = context(code)
+    (oc,) = ctx.op_calls
+    (value,) = ctx.args(oc.call).values(keyword)
+    return sorted(map(repr, ctx.values.literal_values(value, oc.call)))
+
+
+def test_ternary_both_arms_and_names_assigned_in_branches():
+    code = """
+    import torch_npu
+    def f(q, k, v, sliding, causal):
+        mode = 4 if sliding else 3 if causal else 0
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, sparse_mode=mode)
+    """
+    assert literal_candidates(code, "sparse_mode") == ["0", "3", "4"]
+
+
+def test_class_attribute_and_module_constant():
+    code = """
+    import torch_npu
+    MODE = 3
+    class A:
+        def __init__(self):
+            self.mode = MODE
+        def forward(self, q, k, v):
+            return torch_npu.npu_fused_infer_attention_score(q, k, v, sparse_mode=self.mode)
+    """
+    assert literal_candidates(code, "sparse_mode") == ["3"]
+
+
+def test_later_reassignment_hides_the_earlier_one():
+    code = """
+    import torch_npu
+    def f(q, k, v):
+        mode = 2
+        mode = 3
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, sparse_mode=mode)
+    """
+    assert literal_candidates(code, "sparse_mode") == ["3"]
+
+
+def test_parameter_reassigned_on_one_branch_keeps_the_callers_value():
+    code = """
+    import torch_npu
+    def f(q, k, v, mask, q_len):
+        if q_len == 1:
+            mask = None
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, atten_mask=mask)
+    """
+    ctx = context(code)
+    (oc,) = ctx.op_calls
+    (value,) = ctx.args(oc.call).values("atten_mask")
+    values = ctx.values.literal_values(value, oc.call)
+    assert len(values) == 2 and None in values and UNKNOWN in values
+
+
+def test_module_level_builder_result_is_followed():
+    code = """
+    import torch
+    import torch_npu
+    def get_mask():
+        m = torch.ones(2048, 2048)
+        return m
+    def f(q, k, v):
+        return torch_npu.npu_fused_infer_attention_score(q, k, v, atten_mask=get_mask())
+    """
+    ctx = context(code)
+    (oc,) = ctx.op_calls
+    (value,) = ctx.args(oc.call).values("atten_mask")
+    sites = ctx.dtypes.construction_sites(value, oc.call)
+    assert [s.lineno for s in sites] == [5]
+    assert ctx.dtypes.infer(value, oc.call) == ["float"]
+
+
+@pytest.mark.parametrize("condition, phase", [
+    ("is_prefill", "prefill"), ("not is_prefill", "decode"), ("attn_metadata.is_decode", "decode"),
+    ("q_len > 1", "prefill"), ("q_len == 1", "decode"), ("1 < seq_len", "prefill"),
+    ("num_decode_tokens > 0", "decode"), ("prefill_meta is not None", "prefill"), ("flag", None),
+])
+def test_phase_from_branch_conditions(condition, phase):
+    code = f"""
+    import torch_npu
+    def f(q, k, v):
+        if {condition}:
+            return torch_npu.npu_fused_infer_attention_score(q, k, v)
+    """
+    ctx = context(code)
+    (oc,) = ctx.op_calls
+    assert ctx.context.phase(oc.call) == phase
+
+
+def test_phase_from_else_branch_and_function_name():
+    code = """
+    import torch_npu
+    def forward_decode(q, k, v, q_len):
+        a = torch_npu.npu_fused_infer_attention_score(q, k, v)
+        if q_len == 1:
+            pass
+        else:
+            b = torch_npu.npu_fused_infer_attention_score(q, k, v)
+    """
+    ctx = context(code)
+    phases = [ctx.context.phase(oc.call) for oc in ctx.op_calls]
+    assert phases == ["decode", "prefill"]
