@@ -8,7 +8,7 @@ followed through the ValueTracer.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
 from kvlint.analysis.values import ValueTracer
@@ -72,17 +72,43 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
 class DtypeInference:
     def __init__(self, tracer: ValueTracer):
         self.tracer = tracer
+        self._memo: Dict[Tuple[int, int, int], List[Optional[str]]] = {}  # infer() is pure: memoised
 
     def infer(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[Optional[str]]:
         """Possible final dtypes of `expr` (one per candidate value)."""
-        results = []
-        for cand in self.tracer.candidates(expr, at, follow_calls=True):
-            results.append(self._leaf(cand, depth))
-        return results
+        key = (id(expr), id(at), depth)
+        results = self._memo.get(key)
+        if results is None:
+            results = self._memo[key] = [self._leaf(cand, depth)
+                                         for cand in self.tracer.candidates(expr, at, follow_calls=True)]
+        return list(results)
 
-    def construction_sites(self, expr: ast.expr, at: Optional[ast.AST] = None) -> List[ast.expr]:
-        """The candidate construction expressions (where a fix would go)."""
-        return self.tracer.candidates(expr, at, follow_calls=True)
+    def construction_sites(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[ast.expr]:
+        """The candidate construction expressions (where a fix would go). A device move or
+        other dtype-keeping call on a name (`return mask.to(device)`) leads to the name's own
+        construction."""
+        sites: List[ast.expr] = []
+        for cand in self.tracer.candidates(expr, at, follow_calls=True):
+            inner = self._kept_dtype_receiver(cand)
+            if inner is not None and depth < 4:
+                sites.extend(self.construction_sites(inner, inner, depth + 1))
+            else:
+                sites.append(cand)
+        return sites
+
+    @staticmethod
+    def _kept_dtype_receiver(node: ast.expr) -> Optional[ast.expr]:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            return None
+        recv, method = node.func.value, node.func.attr
+        if not isinstance(recv, (ast.Name, ast.Attribute)) or receiver_is_module(recv):
+            return None
+        if method in ("npu", "cuda", "cpu", "contiguous", "clone", "detach", "pin_memory"):
+            return recv
+        if method == "to" and _keyword(node, "dtype") is None and not any(
+                dtype_of_expr(a) for a in node.args):
+            return recv
+        return None
 
     def _leaf(self, node: ast.expr, depth: int) -> Optional[str]:
         if depth > 8:
