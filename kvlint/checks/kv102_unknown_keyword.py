@@ -3,6 +3,7 @@ import difflib
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.epilog import other_binding_keyword
 from kvlint.checks.keywords import other_version_name, rename_fix, unknown_keywords
 from kvlint.checks.operators import ALL_KNOWN, FA
 
@@ -17,6 +18,8 @@ class UnknownKeyword(Rule):
         for kw in unknown_keywords(oc, ctx):
             if oc.name in FA and other_version_name(oc.name, kw.name, ctx) is not None:
                 continue  # KV101's
+            if other_binding_keyword(oc, kw.name, ctx.catalog) is not None:
+                continue  # KV503's: another kv_compress_epilog binding's keyword
             right = ""
             if oc.name in FA and kw.name in habits:
                 right = habits[kw.name]["v1" if oc.name == FA[0] else "v2"]
