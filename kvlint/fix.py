@@ -85,12 +85,9 @@ def _overlap(a: int, b: int, x: int, y: int) -> bool:
 
 def verify(old: str, new: str) -> Optional[str]:
     """None when `new` is valid Python that libcst round-trips; else why not."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(new)
-    except (SyntaxError, ValueError) as exc:
-        return f"the fixed code does not parse: {exc}"
+    problem = _compile_error(new)
+    if problem is not None and _compile_error(old) is None:
+        return f"the fixed code does not compile: {problem}"
     import libcst
 
     try:
@@ -103,6 +100,19 @@ def verify(old: str, new: str) -> Optional[str]:
         return f"libcst cannot parse the fixed code: {str(exc).splitlines()[0]}"
     if module.code != new:
         return "libcst does not round-trip the fixed code"
+    return None
+
+
+def _compile_error(text: str) -> Optional[str]:
+    """Parse *and* compile (never run): compiling catches what parsing lets through, such as a
+    keyword passed twice after two fixes touched one call."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<kvlint-fix>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            compile(text, "<kvlint-fix>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return str(exc)
     return None
 
 

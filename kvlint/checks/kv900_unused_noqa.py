@@ -66,4 +66,6 @@ def _fix(line: int, column: int, comment: str, drop: Set[str], source) -> Fix:
     if comment[:m.start()].strip() == "" and rest.strip() == "":
         code_end = len(source.line(line)[:column].rstrip())
         return Fix("remove the unused noqa comment", (Edit((line, code_end), (line, column + len(comment)), ""),))
-    return Fix("remove the unused noqa comment", (Edit((line, start), (line, end), ""),))
+    # text after the noqa (`# noqa: KV101 -- why`) stays a comment
+    keep_hash = "#" if m.start() == 0 else ""
+    return Fix("remove the unused noqa comment", (Edit((line, start), (line, end), keep_hash),))
