@@ -18,3 +18,5 @@ CACHE_WRITERS = (
     "npu_kv_rmsnorm_rope_cache_v2", "scatter_pa_kv_cache_with_k_scale", "kv_compress_epilog",
 )
 ALL_KNOWN = FUSED_ATTENTION + CACHE_WRITERS + ("npu_fusion_attention", "npu_scatter_nd_update_")
+# Operators whose atten_mask reads True/1 as masked (the mask-polarity rules).
+MASK_READERS = FUSED_ATTENTION + ("npu_fusion_attention",)

@@ -1,0 +1,96 @@
+"""KV222: a mask of unknown dtype and polarity cast to bool for atten_mask
+(docs: rules/codes/KV222.toml)."""
+import ast
+from typing import Optional
+
+from kvlint.analysis.dtypes import dtype_of_expr
+from kvlint.analysis.module import dotted_name
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.masks import mask_constructions
+from kvlint.checks.operators import MASK_READERS
+
+KEEPING = {"npu", "cuda", "cpu", "contiguous", "clone", "detach", "view", "reshape", "unsqueeze",
+           "squeeze", "expand", "to", "pin_memory"}
+CHECK_CALLS = {"is_floating_point", "dtype"}
+
+
+def bool_cast(expr: ast.expr) -> Optional[ast.Call]:
+    """The `.bool()` / `.to(torch.bool)` / `.type(torch.bool)` at the top of `expr`, looking
+    through device/shape-keeping calls."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        f = expr.func
+        if f.attr == "bool" and not expr.args:
+            return expr
+        if f.attr in ("to", "type"):
+            target = next((k.value for k in expr.keywords if k.arg == "dtype"), expr.args[0] if expr.args else None)
+            if dtype_of_expr(target) == "bool":
+                return expr
+            if dtype_of_expr(target) is not None:
+                return None
+        if f.attr not in KEEPING:
+            return None
+        expr = f.value
+    return None
+
+
+@register
+class MaskCastToBool(Rule):
+    code = "KV222"
+    operators = MASK_READERS
+
+    def check_call(self, oc, ctx: FileContext):
+        for site in mask_constructions(oc, ctx):
+            cast = bool_cast(site)
+            if cast is None:
+                continue
+            source = cast.func.value
+            if not self._foreign(source, cast, ctx) or self._checked(source, cast, ctx):
+                continue
+            name = dotted_name(source) or ctx.text(source)
+            yield ctx.finding(self.code, cast,
+                              f"`{name}` is cast to bool for {oc.name}'s `atten_mask` (line "
+                              f"{oc.call.lineno}) without a look at its dtype or polarity: an additive "
+                              f"float mask (0 keep / -inf masked) comes out right, but a 1/0 keep "
+                              f"mask (Hugging Face `attention_mask`) comes out inverted, silently; "
+                              f"check the dtype and say the polarity: `{name} < 0` (additive), "
+                              f"`{name} == 0` (keep mask)")
+
+    @staticmethod
+    def _foreign(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+        """FOREIGN_MASK: every value `source` may hold comes from outside the file's own
+        constructions (a parameter, another object's attribute), so its polarity is unknown."""
+        cands = ctx.values.candidates(source, at, follow_calls=True)
+        for c in cands:
+            base = c
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if isinstance(base, ast.Name):
+                func = ctx.index.enclosing_function(at)
+                if not ctx.values.is_parameter(base.id, func):
+                    return False
+            elif isinstance(base, ast.Attribute):
+                if isinstance(base.value, ast.Name) and base.value.id == "self":
+                    return False  # built by the class: its polarity is visible to the reader
+            else:
+                return False
+        return bool(cands)
+
+    @staticmethod
+    def _checked(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+        """DTYPE_OR_POLARITY_CHECK: the function reads `x.dtype`, calls `x.is_floating_point()`
+        / `torch.is_floating_point(x)`, or compares `x` (`x == 0`, `x < 0`)."""
+        func = ctx.index.enclosing_function(at)
+        want = dotted_name(source)
+        if func is None or want is None:
+            return False
+        for n in ast.walk(func):
+            if isinstance(n, ast.Attribute) and n.attr in CHECK_CALLS and dotted_name(n.value) == want:
+                return True
+            if isinstance(n, ast.Call) and dotted_name(n.func) in ("torch.is_floating_point",) and \
+                    n.args and dotted_name(n.args[0]) == want:
+                return True
+            if isinstance(n, ast.Compare) and any(dotted_name(x) == want for x in [n.left, *n.comparators]) \
+                    and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops):
+                return True
+        return False
