@@ -22,52 +22,6 @@ def _tensors(call: Call, *names):
     return values if all(isinstance(v, torch.Tensor) for v in values) else None
 
 
-@contract(*WRITERS)
-def slots(call: Call) -> None:
-    spec = contracts_data()["writers"][call.name]
-    if call.name == "kv_compress_epilog" and call.op.namespace != "cann_ops_transformer":
-        return  # other bindings of that name differ (domain 1.11)
-    got = _tensors(call, spec["slot"], spec["tokens"], spec["cache"])
-    if got is None:
-        return
-    slot, tokens, cache = got
-    arg = spec["slot"]
-    if dtype_name(slot.dtype) not in contracts_data()["slots"]["dtypes"]:
-        call.fail("KV317", arg, "int32 or int64", dtype_name(slot.dtype), "the operator rejects the slots")
-        return
-    if "token_dims" in spec:
-        n_tokens = math.prod(int(tokens.shape[d]) for d in spec["token_dims"] if d < tokens.dim())
-        if slot.numel() != n_tokens:
-            call.fail("KV317", arg, f"one slot per token ({n_tokens})", f"{slot.numel()} slots",
-                      "tokens are written to the wrong slots or not at all")
-            return
-    else:
-        rank = tokens.dim() - 1 if spec.get("slot_rank_from_tokens") else (2 if tokens.dim() == 4 else 1)
-        expected_shape = [int(s) for s in tokens.shape[:rank]]
-        if [int(s) for s in slot.shape] != expected_shape:
-            call.fail("KV317", arg, f"shape {tuple(expected_shape)} (one slot per token)", shape_of(slot),
-                      "tokens are written to the wrong slots or not at all")
-            return
-    mode = call.get("cache_mode") or "default"
-    axis = spec["block_axis"].get(mode, spec["block_axis"].get("default"))
-    if axis is None or cache.dim() <= axis or not call.readable(slot):
-        return
-    num_slots = int(cache.shape[0]) * int(cache.shape[axis])
-    values = slot.reshape(-1)
-    low = -1 if spec["skip_allowed"] else 0
-    bad = values[(values < low) | (values >= num_slots)]
-    if bad.numel():
-        allowed = f"[{low}, {num_slots - 1}]" + (" (-1 = skip)" if low < 0 else " (-1 is not a skip marker here)")
-        call.fail("KV318", arg, f"slots in {allowed}", f"{bad[:4].tolist()}",
-                  "the kernel writes outside the cache or silently drops the token")
-        return
-    kept = values[values >= 0]
-    if kept.numel() > 1 and torch.unique(kept).numel() != kept.numel():
-        uniq, counts = torch.unique(kept, return_counts=True)
-        call.fail("KV319", arg, "unique slots", f"duplicates {uniq[counts > 1][:4].tolist()}",
-                  "two tokens land in one slot: the last writer wins, the other token is lost")
-
-
 @contract("npu_scatter_pa_kv_cache", "_npu_reshape_and_cache")
 def pa_cache_shapes(call: Call) -> None:
     got = _tensors(call, "key", "value", "key_cache", "value_cache")
@@ -269,3 +223,51 @@ def scatter_update(call: Call) -> None:
             call.fail("KV516", "indices", f"positions in [0, {limit}] (cache length {int(data_.shape[axis])} minus "
                       f"update length {int(updates.shape[axis])} along axis {axis})", str(starts.tolist()),
                       "out-of-range positions are not checked by the operator: memory past the row is overwritten")
+
+
+# Registered last so the writers' own shape checks run first: slot values are only judged
+# against a cache whose shape passed.
+@contract(*WRITERS)
+def slots(call: Call) -> None:
+    spec = contracts_data()["writers"][call.name]
+    if call.name == "kv_compress_epilog" and call.op.namespace != "cann_ops_transformer":
+        return  # other bindings of that name differ (domain 1.11)
+    got = _tensors(call, spec["slot"], spec["tokens"], spec["cache"])
+    if got is None:
+        return
+    slot, tokens, cache = got
+    arg = spec["slot"]
+    if dtype_name(slot.dtype) not in contracts_data()["slots"]["dtypes"]:
+        call.fail("KV317", arg, "int32 or int64", dtype_name(slot.dtype), "the operator rejects the slots")
+        return
+    if "token_dims" in spec:
+        n_tokens = math.prod(int(tokens.shape[d]) for d in spec["token_dims"] if d < tokens.dim())
+        if slot.numel() != n_tokens:
+            call.fail("KV317", arg, f"one slot per token ({n_tokens})", f"{slot.numel()} slots",
+                      "tokens are written to the wrong slots or not at all")
+            return
+    else:
+        rank = tokens.dim() - 1 if spec.get("slot_rank_from_tokens") else (2 if tokens.dim() == 4 else 1)
+        expected_shape = [int(s) for s in tokens.shape[:rank]]
+        if [int(s) for s in slot.shape] != expected_shape:
+            call.fail("KV317", arg, f"shape {tuple(expected_shape)} (one slot per token)", shape_of(slot),
+                      "tokens are written to the wrong slots or not at all")
+            return
+    mode = call.get("cache_mode") or "default"
+    axis = spec["block_axis"].get(mode, spec["block_axis"].get("default"))
+    if call.findings or axis is None or cache.dim() <= axis or not call.readable(slot):
+        return
+    num_slots = int(cache.shape[0]) * int(cache.shape[axis])
+    values = slot.reshape(-1)
+    low = -1 if spec["skip_allowed"] else 0
+    bad = values[(values < low) | (values >= num_slots)]
+    if bad.numel():
+        allowed = f"[{low}, {num_slots - 1}]" + (" (-1 = skip)" if low < 0 else " (-1 is not a skip marker here)")
+        call.fail("KV318", arg, f"slots in {allowed}", f"{bad[:4].tolist()}",
+                  "the kernel writes outside the cache or silently drops the token")
+        return
+    kept = values[values >= 0]
+    if kept.numel() > 1 and torch.unique(kept).numel() != kept.numel():
+        uniq, counts = torch.unique(kept, return_counts=True)
+        call.fail("KV319", arg, "unique slots", f"duplicates {uniq[counts > 1][:4].tolist()}",
+                  "two tokens land in one slot: the last writer wins, the other token is lost")
