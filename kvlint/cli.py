@@ -72,8 +72,11 @@ def run_rule(args) -> int:
         sys.stdout.write(render_table(catalog))
         return EXIT_CLEAN
     code = args.code.upper()
+    if code not in catalog.rules and any(c.startswith(code) for c in catalog.rules):
+        sys.stdout.write(render_table(catalog, prefix=code))  # a prefix: `kvlint rule KV1`
+        return EXIT_CLEAN
     if code not in catalog.rules:
-        raise UsageError(f"unknown rule code: {args.code}")
+        raise UsageError(f"unknown rule code: {args.code} (`kvlint rule --all` lists them)")
     sys.stdout.write(render_rule(catalog.rules[code]))
     return EXIT_CLEAN
 

@@ -16,14 +16,18 @@ def render_rule(info: RuleInfo) -> str:
         parts += ["", "## Example", "", "```python", info.example, "```"]
     if info.use_instead:
         parts += ["", "## Fix", "", "```python", info.use_instead, "```"]
-    if info.options:
-        parts += ["", "## Options", "", info.options]
+    parts += ["", "## Options", "", info.options or "None."]
+    parts += ["", f"Select or ignore it with `--select {info.code}` / `--ignore {info.code}` or in "
+              f"`[tool.kvlint]`; silence one line with `# noqa: {info.code}`."]
     return "\n".join(parts) + "\n"
 
 
-def render_table(catalog: Catalog) -> str:
+def render_table(catalog: Catalog, prefix: str = "", link: bool = False) -> str:
+    """The catalog as a Markdown table; `prefix` keeps only matching codes, `link` links each
+    code to its docs/rules page."""
     rows = ["| code | name | checked | fix | summary |", "| --- | --- | --- | --- | --- |"]
-    for code in sorted(catalog.rules):
+    for code in sorted(c for c in catalog.rules if c.startswith(prefix)):
         r = catalog.rules[code]
-        rows.append(f"| {r.code} | {r.name} | {', '.join(r.checked)} | {r.fix} | {r.summary} |")
+        shown = f"[{r.code}]({r.code}.md)" if link else r.code
+        rows.append(f"| {shown} | {r.name} | {', '.join(r.checked)} | {r.fix} | {r.summary} |")
     return "\n".join(rows) + "\n"
