@@ -1,0 +1,56 @@
+"""KV402: kv lengths / slot_mapping re-derived inside a per-layer loop
+(docs: rules/codes/KV402.toml)."""
+import ast
+
+from kvlint.analysis.module import dotted_name
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.kv401_kv_len_mutated_in_layer import KvLenMutatedInLayer, terminal_name
+
+# DERIVATION: arithmetic, or a call that builds a new length/slot tensor.
+DERIVING_CALLS = frozenset({
+    "cumsum", "arange", "tensor", "as_tensor", "cat", "stack", "repeat_interleave", "add", "sub",
+    "clamp", "full", "full_like", "zeros", "ones", "max", "sum", "tolist", "list",
+})
+
+
+def derives(value: ast.expr) -> bool:
+    for n in ast.walk(value):
+        if isinstance(n, ast.BinOp) and not isinstance(n.op, ast.Mod):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
+            if name in DERIVING_CALLS:
+                return True
+    return False
+
+
+@register
+class LengthsRederivedPerLayer(Rule):
+    code = "KV402"
+    trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+
+    def check_module(self, ctx: FileContext):
+        kv401 = KvLenMutatedInLayer()
+        for stmt in ctx.index.assigns:
+            if stmt.value is None:
+                continue
+            loop = ctx.context.per_layer_loop(stmt)
+            if loop is None:
+                continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                name = terminal_name(target)
+                if not isinstance(target, (ast.Name, ast.Attribute)) or not name \
+                        or not ctx.context.is_kv_length_name(name) or not derives(stmt.value):
+                    continue
+                if any(True for _ in kv401._check_store(target, stmt, ctx)):
+                    continue  # KV401 reports this store (an increment or a foreign write)
+                shown = dotted_name(target) or name
+                yield ctx.finding(self.code, target,
+                                  f"`{shown}` is re-derived inside the per-layer loop (line "
+                                  f"{loop.lineno}): every layer of one step must read the same "
+                                  f"lengths and slots, and a value recomputed per layer drifts as "
+                                  f"soon as its inputs change between layers; compute it once per "
+                                  f"step before the loop")

@@ -1,0 +1,89 @@
+"""KV403: `+=` (or another augmented assignment) on a tensor parameter inside a layer method
+(docs: rules/codes/KV403.toml)."""
+import ast
+import re
+from typing import Optional
+
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+
+SCALAR_ANNOTATIONS = ("int", "float", "bool", "str", "complex")
+# TENSOR_PARAM: a name that reads like a tensor...
+_TENSOR_NAME = re.compile(
+    r"(^|_)(x|q|k|v|hidden|states|query|key|value|residual|tensor|output|out|logits|cache|"
+    r"embeds?|emb|weights?|bias|scores?|lse|mask)($|_|s$)", re.IGNORECASE)
+# ...or is used like one in the function.
+TENSOR_METHODS = frozenset({
+    "view", "reshape", "shape", "size", "dim", "dtype", "device", "contiguous", "transpose",
+    "permute", "unsqueeze", "squeeze", "to", "npu", "float", "half", "bfloat16", "numel", "flatten",
+    "copy_", "add_", "mul_", "clone", "detach", "new_zeros", "new_empty", "expand", "narrow",
+})
+
+
+@register
+class TensorParamAugmentedInLayer(Rule):
+    code = "KV403"
+    # the pre-filter: Ascend model code (not every file with a `+=`)
+    trigger_words = ("torch_npu", "torch.ops.npu", "kv_len", "seq_len", "slot_mapping")
+
+    def check_module(self, ctx: FileContext):
+        for node in ctx.index.aug_assigns:
+            target = node.target
+            if not isinstance(target, ast.Name) or ctx.context.is_kv_length_name(target.id):
+                continue  # kv_len and friends are KV401's
+            func = ctx.index.enclosing_function(node)
+            if func is None or func.name in ("__init__", "__post_init__") or ctx.context.layer_class(node) is None:
+                continue
+            if not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+                continue
+            param = self._param(target.id, func)
+            if param is None or not self._tensor(param, func, ctx) or self._rebound_before(target.id, node, func, ctx):
+                continue
+            sym = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}[type(node.op)]
+            yield ctx.finding(self.code, target,
+                              f"`{target.id} {sym} ...` on the parameter `{target.id}` of "
+                              f"{ctx.context.layer_class(node).name}.{func.name} changes the caller's "
+                              f"tensor in place (a tensor `{sym}` does not rebind, unlike "
+                              f"`{target.id} = {target.id} {sym[0]} ...`): the caller, and every "
+                              f"later layer that shares it, sees the modified value")
+
+    @staticmethod
+    def _param(name: str, func) -> Optional[ast.arg]:
+        a = func.args
+        for p in a.posonlyargs + a.args + a.kwonlyargs:
+            if p.arg == name and p.arg not in ("self", "cls"):
+                return p
+        return None
+
+    @staticmethod
+    def _tensor(param: ast.arg, func, ctx: FileContext) -> bool:
+        ann = param.annotation
+        if ann is not None:
+            text = ast.unparse(ann)
+            if any(re.search(rf"\b{s}\b", text) for s in SCALAR_ANNOTATIONS) and "Tensor" not in text:
+                return False
+            if "Tensor" in text:
+                return True
+        if _default_is_number(param, func):
+            return False
+        if _TENSOR_NAME.search(param.arg):
+            return True
+        for n in ast.walk(func):
+            if isinstance(n, ast.Attribute) and n.attr in TENSOR_METHODS and \
+                    isinstance(n.value, ast.Name) and n.value.id == param.arg:
+                return True
+        return False
+
+    @staticmethod
+    def _rebound_before(name: str, node, func, ctx: FileContext) -> bool:
+        """The parameter was reassigned before (`x = x.clone()`, `x = x + y`): now a local."""
+        return any(stmt.lineno < node.lineno for stmt, _ in ctx.values.assignments(func).get(name, []))
+
+
+def _default_is_number(param: ast.arg, func) -> bool:
+    a = func.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    d = defaults.get(param.arg)
+    return isinstance(d, ast.Constant) and isinstance(d.value, (int, float)) and not isinstance(d.value, bool)
