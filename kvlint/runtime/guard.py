@@ -124,6 +124,18 @@ def _report(findings: List[Finding]) -> None:
             warnings.warn(ContractWarning(finding.message), stacklevel=4)
 
 
+class _Given:
+    """`name in call.given`: did the caller pass this argument (positionally or by keyword)?"""
+
+    __slots__ = ("kwargs", "positional")
+
+    def __init__(self, kwargs, positional):
+        self.kwargs, self.positional = kwargs, positional
+
+    def __contains__(self, name) -> bool:
+        return name in self.kwargs or name in self.positional
+
+
 def _wrap(original, spec: _Spec):
     contracts = spec.contracts
 
@@ -133,7 +145,7 @@ def _wrap(original, spec: _Spec):
             bound = dict(spec.defaults)
             bound.update(zip(spec.positional, args))
             bound.update(kwargs)
-            call = Call(spec.op, spec.name, bound, kwargs.keys() | set(spec.positional[:len(args)]),
+            call = Call(spec.op, spec.name, bound, _Given(kwargs, spec.positional[:len(args)]),
                         handles[-1].checks == "full")
             for contract in contracts:
                 try:
@@ -161,6 +173,13 @@ def _install() -> None:
             continue
         target._op = _wrap(original, _Spec(op, contracts_for(op)))
         _saved.append((target, original))
+
+
+def refresh() -> None:
+    """While patched, also guard operators registered since (e.g. torch_npu imported later)."""
+    with _lock:
+        if _handles:
+            _install()
 
 
 def _uninstall() -> None:

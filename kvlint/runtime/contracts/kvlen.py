@@ -53,11 +53,13 @@ def _observe(call: Call, arg: str, tensor: torch.Tensor, layer) -> None:
                   "(advance kv_len once per step, outside model.forward)")
 
 
-@contract(*contracts_data()["tracked"].keys())
+_TRACKED = contracts_data()["tracked"]
+
+
+@contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
-    names = contracts_data()["tracked"].get(call.name, ())
-    tracked = [(n, call.args.get(n)) for n in names]
-    tracked = [(n, t) for n, t in tracked if type(t) is torch.Tensor]
+    args = call.args
+    tracked = [(n, args[n]) for n in _TRACKED[call.name] if type(args.get(n)) is torch.Tensor]
     if not tracked:
         return
     layer = callsite.layer_key(call.frame())
