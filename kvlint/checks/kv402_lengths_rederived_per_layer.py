@@ -29,7 +29,7 @@ def derives(value: ast.expr) -> bool:
 @register
 class LengthsRederivedPerLayer(Rule):
     code = "KV402"
-    trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+    trigger_words = KvLenMutatedInLayer.trigger_words
 
     def check_module(self, ctx: FileContext):
         kv401 = KvLenMutatedInLayer()
