@@ -320,7 +320,7 @@ class ValueTracer:
         scope = func if func is not None else self.index.tree
         items = self.assignments(scope).get(name, [])
         line = getattr(at, "lineno", 10 ** 9)
-        items = [(s, v) for s, v in items if s.lineno < line]
+        items = [(s, v) for s, v in items if s.lineno < line and not self.in_other_branch(s, at)]
         if not items:
             return False
         ok = True
@@ -331,6 +331,8 @@ class ValueTracer:
             if getattr(node, "lineno", 0) >= line:
                 continue
             cond = conditional or self._is_conditional(node, scope)
+            if cond and self.in_other_branch(node, at):
+                continue  # `if v2: d["softmax_scale"] = s` does not reach the call in the else arm
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
@@ -363,6 +365,22 @@ class ValueTracer:
                                 k.conditional = True
         return ok
 
+    def in_other_branch(self, a: ast.AST, b: ast.AST) -> bool:
+        """`a` and `b` sit in different arms of one `if`/ternary (or a `try` body and one of
+        its handlers), so one never runs after the other in the same pass."""
+        chain = [a] + list(self.index.ancestors(a))
+        position = {id(n): i for i, n in enumerate(chain)}
+        child_b = b
+        for anc in self.index.ancestors(b):
+            i = position.get(id(anc))
+            if i is not None:
+                if i == 0:
+                    return False
+                arm_a, arm_b = _arm(anc, chain[i - 1]), _arm(anc, child_b)
+                return bool(arm_a) and bool(arm_b) and arm_a != arm_b
+            child_b = anc
+        return False
+
     def _walk_scope(self, scope: ast.AST):
         stack = list(ast.iter_child_nodes(scope))
         while stack:
@@ -380,3 +398,21 @@ class ValueTracer:
                           if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
                 return True
         return False
+
+
+def _arm(node: ast.AST, child: ast.AST) -> str:
+    """Which exclusive arm of `node` holds `child`: "body", "else", a handler, or "" (the
+    test, a `finally`, or no arms: runs on every path through `node`)."""
+    if isinstance(node, (ast.If, ast.IfExp)):
+        if child is node.test:
+            return ""
+        orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+        return "else" if any(child is c for c in orelse) else "body"
+    if isinstance(node, ast.Try):
+        if any(child is f for f in node.finalbody):
+            return ""
+        for n, handler in enumerate(node.handlers):
+            if child is handler:
+                return f"handler{n}"
+        return "body"
+    return ""

@@ -1,0 +1,35 @@
+"""KV107: query_rope without key_rope or the reverse (docs: rules/codes/KV107.toml)."""
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.fa_calls import literals, passes_value
+from kvlint.checks.missing import omits
+from kvlint.checks.operators import FA
+
+PAIR = ("query_rope", "key_rope")
+
+
+@register
+class RopePair(Rule):
+    code = "KV107"
+    operators = FA
+
+    def check_call(self, oc, ctx: FileContext):
+        args = ctx.args(oc.call)
+        for given, other in (PAIR, PAIR[::-1]):
+            if not passes_value(oc, ctx, given):
+                continue
+            if omits(oc, ctx, other):
+                absent = "does not pass"
+            elif args.complete and all(v is None for v in literals(oc, ctx, other) or ()) \
+                    and not any(k.conditional for k in args.keywords.get(other, [])):
+                absent = "passes None for"
+            else:
+                continue
+            node = args.keywords[given][0].node
+            yield ctx.finding(
+                self.code, node,
+                f"{oc.name} gets `{given}` but {absent} `{other}`: the rope halves of query and key "
+                f"go together (MLA), and the operator rejects one without the other; pass both or "
+                f"neither", anchor=oc.call)
+            return
+

@@ -1,0 +1,37 @@
+"""KV305: FA v1 reading a KV cache with actual_seq_lengths but no actual_seq_lengths_kv
+(docs: rules/codes/KV305.toml)."""
+from kvlint.analysis.context import DECODE
+from kvlint.analysis.findings import Fix
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.fa_calls import passes_value
+from kvlint.checks.keywords import rename_fix
+from kvlint.checks.missing import omits
+from kvlint.checks.operators import FA_V1
+
+Q_LENGTHS, KV_LENGTHS = "actual_seq_lengths", "actual_seq_lengths_kv"
+
+
+@register
+class IncreLengthsHabit(Rule):
+    code = "KV305"
+    operators = (FA_V1,)
+
+    def check_call(self, oc, ctx: FileContext):
+        args = ctx.args(oc.call)
+        if not passes_value(oc, ctx, Q_LENGTHS) or not omits(oc, ctx, KV_LENGTHS):
+            return
+        paged = passes_value(oc, ctx, "block_table")
+        if not paged and ctx.context.phase(oc.call) != DECODE:
+            return
+        where = "a paged call (block_table)" if paged else "a decode call"
+        kw = args.keywords[Q_LENGTHS][0]
+        fix = rename_fix(kw, KV_LENGTHS, ctx)
+        if fix is not None:
+            fix = Fix(fix.description, fix.edits, safe=False)
+        yield ctx.finding(
+            self.code, kw.node,
+            f"{oc.name} in {where} passes `{Q_LENGTHS}` but not `{KV_LENGTHS}`: in FA v1 "
+            f"`{Q_LENGTHS}` are the query lengths (in npu_incre_flash_attention they were the KV "
+            f"lengths), and with one query token they are ignored, so the call reads the whole "
+            f"cache; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call)
