@@ -13,6 +13,22 @@ FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef)
 ScopeNode = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module, ast.Lambda)
 
 
+# The walk is the hot path of every parsed file (ast.iter_child_nodes is ~2x slower): it visits
+# only the fields that can hold nodes, and skips the shared operator/context singletons
+# (`Load`, `Add`, `Eq`...), which no rule asks about.
+AST = ast.AST
+LEAF_NODES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+_SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "kind", "type_comment", "asname", "module",
+                            "level", "simple", "is_async", "conversion", "tag", "rest", "kwd_attrs",
+                            "op", "ops", "ctx"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> Tuple[str, ...]:
+    fields = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _SCALAR_FIELDS)
+    return fields
+
+
 def dotted_name(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []
@@ -42,6 +58,7 @@ class ModuleIndex:
     # -- construction -------------------------------------------------------------------
     def _walk(self) -> None:
         parent = self.parent
+        child_fields = _CHILD_FIELDS
         stack: List[ast.AST] = [self.tree]
         while stack:
             node = stack.pop()
@@ -69,9 +86,19 @@ class ModuleIndex:
                 if node.module and not node.level:
                     for alias in node.names:
                         self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            for child in ast.iter_child_nodes(node):
-                parent[id(child)] = node
-                stack.append(child)
+            fields = child_fields.get(t)
+            if fields is None:
+                fields = _child_fields(t)
+            for name in fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for child in value:
+                        if isinstance(child, AST) and not isinstance(child, LEAF_NODES):
+                            parent[id(child)] = node
+                            stack.append(child)
+                elif isinstance(value, AST) and not isinstance(value, LEAF_NODES):
+                    parent[id(value)] = node
+                    stack.append(value)
         self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
 
     # -- navigation ---------------------------------------------------------------------

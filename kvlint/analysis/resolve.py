@@ -60,9 +60,8 @@ class OperatorResolver:
         self.index = index
         self.catalog = catalog
         self._names = catalog.operator_names()
-        self._class_attr_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
-        self._local_cache: Dict[int, Dict[str, List[ast.expr]]] = {}
-        self._assigned_names: Optional[Tuple[set, set]] = None
+        self._binding_cache: Dict[Tuple[int, str], List[ast.expr]] = {}
+        self._assign_nodes: Optional[Tuple[Dict[str, List[ast.Assign]], Dict[str, List[ast.Assign]]]] = None
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
@@ -99,23 +98,9 @@ class OperatorResolver:
         if isinstance(func, ast.Name):
             # only through a local `name = ...`: a name assigned nowhere in the module is
             # rejected here without walking its function (the hot path)
-            return func.id in self._assigned()[0]
+            return func.id in self._assigned_nodes()[0]
         return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and func.attr in self._assigned()[1]
-
-    def _assigned(self) -> Tuple[set, set]:
-        """(names, self attributes) bound by an `=` anywhere in the module."""
-        if self._assigned_names is None:
-            names, attrs = set(), set()
-            for node in self.index.assigns:
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if isinstance(t, ast.Name):
-                            names.add(t.id)
-                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                            attrs.add(t.attr)
-            self._assigned_names = (names, attrs)
-        return self._assigned_names
+            and func.attr in self._assigned_nodes()[1]
 
     def _lookup(self, qualified: str) -> Optional[Tuple[Operator, str]]:
         for prefix, namespace in NAMESPACE_PREFIXES.items():
@@ -182,36 +167,61 @@ class OperatorResolver:
         return []
 
     def _local_bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
-        """Values assigned to `name` in the function enclosing `at` (all branches)."""
+        """Values assigned to `name` in the function enclosing `at` (all branches, nested
+        functions included)."""
         func = self.index.enclosing_function(at)
         if func is None:
             return []
-        table = self._local_cache.get(id(func))
-        if table is None:
-            table = {}
-            for node in ast.walk(func):
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            table.setdefault(target.id, []).append(node.value)
-            self._local_cache[id(func)] = table
-        return table.get(name, [])
+        return self._bindings_in(func, name, self._assigned_nodes()[0].get(name, ()))
 
     def _self_bindings(self, attr: str, at: ast.AST) -> List[ast.expr]:
+        """Values assigned to `self.<attr>` anywhere in the class enclosing `at`."""
         cls = self.index.enclosing_class(at)
         if cls is None:
             return []
-        table = self._class_attr_cache.get(id(cls))
-        if table is None:
-            table = {}
-            for node in ast.walk(cls):
+        return self._bindings_in(cls, "self." + attr, self._assigned_nodes()[1].get(attr, ()))
+
+    def _assigned_nodes(self) -> Tuple[Dict[str, List[ast.Assign]], Dict[str, List[ast.Assign]]]:
+        """`=` statements of the module by target: (plain names, `self.` attributes). Built
+        once from the index instead of walking every function and class again (hot path)."""
+        if self._assign_nodes is None:
+            names: Dict[str, List[ast.Assign]] = {}
+            attrs: Dict[str, List[ast.Assign]] = {}
+            for node in self.index.assigns:
                 if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                                and target.value.id == "self"):
-                            table.setdefault(target.attr, []).append(node.value)
-            self._class_attr_cache[id(cls)] = table
-        return table.get(attr, [])
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            names.setdefault(t.id, []).append(node)
+                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            attrs.setdefault(t.attr, []).append(node)
+            self._assign_nodes = (names, attrs)
+        return self._assign_nodes
+
+    def _bindings_in(self, scope: ast.AST, key: str, nodes) -> List[ast.expr]:
+        """The values of `nodes` (assignments to `key`) inside `scope`, in `ast.walk(scope)`
+        order (breadth first: by depth below `scope`, then source order)."""
+        cached = self._binding_cache.get((id(scope), key))
+        if cached is not None:
+            return cached
+        inside = []
+        for node in dict.fromkeys(nodes):  # `a = a = x` is listed once per target
+            depth = 0
+            for a in self.index.ancestors(node):
+                depth += 1
+                if a is scope:
+                    inside.append((depth, node.lineno, node.col_offset, node))
+                    break
+        inside.sort(key=lambda item: item[:3])
+        attr = key[5:] if key.startswith("self.") else None
+        out = []
+        for *_, node in inside:
+            for t in node.targets:
+                if (attr is None and isinstance(t, ast.Name) and t.id == key) or (
+                        attr is not None and isinstance(t, ast.Attribute) and t.attr == attr
+                        and isinstance(t.value, ast.Name) and t.value.id == "self"):
+                    out.append(node.value)
+        self._binding_cache[(id(scope), key)] = out
+        return out
 
     def _method_returns(self, name: str, at: ast.AST) -> List[ast.expr]:
         cls = self.index.enclosing_class(at)

@@ -72,7 +72,10 @@ class Rule:
     call whose base name is in `operators`) and/or `check_module`.
 
     `operators` and `trigger_words` feed the byte pre-filter: a file that contains none of
-    the words of any enabled rule is not parsed.
+    the words of any enabled rule is not parsed, and a rule runs on a parsed file only when
+    one of its own words is in the file's bytes (a rule declaring no word runs on every
+    parsed file). So a rule must declare every word without which it cannot report: the
+    operator base names it looks at, and for `check_module` the names it looks for.
     """
 
     code: str = ""
