@@ -93,7 +93,10 @@ def first_read_after(name: str, stmt: ast.AST, ctx: FileContext) -> Optional[ast
         if ctx.values.in_other_branch(stmt, node):
             continue
         if not isinstance(node.ctx, ast.Load):
-            return None  # rebound before any read
+            # `lse = lse.squeeze(-1)` reads before it rebinds
+            where = ctx.index.statement_of(node)
+            reads = [h for h in hits if isinstance(h.ctx, ast.Load) and ctx.index.statement_of(h) is where]
+            return reads[0] if reads else None
         if _returned_as_is(node, ctx):
             continue
         return node
