@@ -29,9 +29,10 @@ class IncreLengthsHabit(Rule):
         fix = rename_fix(kw, KV_LENGTHS, ctx)
         if fix is not None:
             fix = Fix(fix.description, fix.edits, safe=False)
+        effect = ("paged attention requires the KV lengths, so the call is rejected" if paged else
+                  "with one query token they are ignored, so the call reads the whole cache")
         yield ctx.finding(
             self.code, kw.node,
             f"{oc.name} in {where} passes `{Q_LENGTHS}` but not `{KV_LENGTHS}`: in FA v1 "
             f"`{Q_LENGTHS}` are the query lengths (in npu_incre_flash_attention they were the KV "
-            f"lengths), and with one query token they are ignored, so the call reads the whole "
-            f"cache; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call)
+            f"lengths); {effect}; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call)
