@@ -144,6 +144,7 @@ def fix_source(checker, source: SourceFile, unsafe: bool = False,
     text = source.text
     outcome = FixOutcome(source.path, source.text, text, result or checker.check_source(source))
     outcome.result.findings = keep(outcome.result.findings)
+    seen = {text}
     for _ in range(MAX_ROUNDS):
         findings = [f for f in outcome.result.findings if wanted(f, unsafe)]
         # safe fixes first: an unsafe fix is computed again on the text the safe ones left
@@ -153,6 +154,10 @@ def fix_source(checker, source: SourceFile, unsafe: bool = False,
         new, applied = _apply_verified(text, fixes, outcome)
         if not applied or new == text:
             break
+        if new in seen:  # fixes undoing each other: stop at the last text before the cycle
+            outcome.errors.append(f"{source.path}: fixes undo each other; stopped after {outcome.fixed}")
+            break
+        seen.add(new)
         text = new
         outcome.fixed += len(applied)
         current = SourceFile(source.path, _encode(text, source.encoding), text, source.encoding)

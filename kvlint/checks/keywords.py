@@ -54,4 +54,18 @@ def rename_fix(kw: KeywordArg, new: str, ctx: FileContext) -> Optional[Fix]:
         edit = ctx.edit_replace(node, f"{old[0]}{new}{old[0]}")
     else:
         return None
+    if kw.via_dict is not None and dict_feeds_several_calls(kw.via_dict, kw.node, ctx):
+        return None  # no rename is right for every call the dict feeds
     return Fix(f"rename `{kw.name}` to `{new}`", (edit,), safe=True)
+
+
+def dict_feeds_several_calls(name: str, at: ast.AST, ctx: FileContext) -> bool:
+    """A `**name` dict unpacked into more than one call of the function: renaming one of its
+    keys for one call may break the other (one dict shared by prefill and decode calls)."""
+    scope = ctx.index.enclosing_function(at) or ctx.index.tree
+    uses = 0
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call):
+            uses += sum(1 for k in node.keywords if k.arg is None and isinstance(k.value, ast.Name)
+                        and k.value.id == name)
+    return uses > 1

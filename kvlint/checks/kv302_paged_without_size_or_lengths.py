@@ -2,7 +2,7 @@
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import KV_LENGTH_KEYWORD, PAGED_READERS
+from kvlint.checks.operators import FA_V1, KV_LENGTH_KEYWORD, PAGED_READERS
 
 
 def passes_a_block_table(oc, ctx) -> bool:
@@ -22,6 +22,9 @@ class PagedWithoutSizeOrLengths(Rule):
         if not passes_a_block_table(oc, ctx):
             return
         missing = [k for k in ("block_size", KV_LENGTH_KEYWORD[oc.name]) if omits(oc, ctx, k)]
+        if oc.name == FA_V1 and ctx.args(oc.call).has("actual_seq_lengths"):
+            # the IFA habit (Q lengths passed as if they were KV lengths) is KV305's, with its rename
+            missing = [k for k in missing if k != KV_LENGTH_KEYWORD[oc.name]]
         if not missing:
             return
         what = " and ".join(f"`{k}`" for k in missing)
