@@ -28,6 +28,16 @@ def codes_list(text: str) -> List[str]:
     return [c.strip().upper() for c in text.split(",") if c.strip()]
 
 
+def jobs_count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kvlint", description="Checks Ascend attention and KV-cache operator calls.")
     parser.add_argument("--version", action="version", version=f"kvlint {__version__}")
@@ -41,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument("--no-source", action="store_true", help="text format: no source line")
     add_check_options(check)  # kvlint/commands/check.py: config, formats, fixes
+    check.add_argument("--jobs", "-j", type=jobs_count, default=None, metavar="N",
+                       help="worker processes (default: the number of CPUs; 1: no workers)")
+    check.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    check.add_argument("--cache-dir", metavar="DIR", default=None,
+                       help="where the result cache lives (default: .kvlint_cache in the current folder)")
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")

@@ -31,6 +31,8 @@ class Checker:
         self._rule_words = {r.code: frozenset(w.encode() for w in (*r.operators, *r.trigger_words))
                             for r in self.rules}
         self._words = frozenset().union(*self._rule_words.values())
+        self._required = {r.code: [frozenset(w.encode() for w in group) for group in r.required_words(settings)]
+                          for r in self.rules}
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _default_on(self, code: str) -> bool:
@@ -48,6 +50,8 @@ class Checker:
     def check_bytes(self, path: str, data: bytes) -> FileResult:
         if self.prefilter is None or not self.prefilter.search(data):
             return FileResult(path)
+        if not any(self._rule_words[r.code] for r in self.rules_for(data)):
+            return FileResult(path)  # words seen, but no rule's `required_words` are all there
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
@@ -55,9 +59,11 @@ class Checker:
 
     def rules_for(self, data: bytes) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
-        runs); the per-rule level of the pre-filter."""
+        runs) and each of whose `required_words` groups has a word in `data`: the per-rule
+        level of the pre-filter."""
         present = {w for w in self._words if w in data}
-        return [r for r in self.rules if not self._rule_words[r.code] or self._rule_words[r.code] & present]
+        return [r for r in self.rules if (not self._rule_words[r.code] or self._rule_words[r.code] & present)
+                and all(any(w in data for w in group) for group in self._required[r.code])]
 
     def check_source(self, source: SourceFile) -> FileResult:
         result = FileResult(source.path)

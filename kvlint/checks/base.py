@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.context import Context
 from kvlint.analysis.dtypes import DtypeInference
@@ -76,11 +76,19 @@ class Rule:
     one of its own words is in the file's bytes (a rule declaring no word runs on every
     parsed file). So a rule must declare every word without which it cannot report: the
     operator base names it looks at, and for `check_module` the names it looks for.
+
+    `required_words(settings)` narrows that further: groups of words of which each must have
+    one in the file (e.g. `(("+=", "-="), ("Attention", "Layer"))`: an augmented assignment
+    and a layer class name). Only necessary conditions belong there: a rule must never be able
+    to report on a file missing a group. May depend on the settings (configurable names).
     """
 
     code: str = ""
     operators: Tuple[str, ...] = ()
     trigger_words: Tuple[str, ...] = ()
+
+    def required_words(self, settings: Settings) -> Sequence[Sequence[str]]:
+        return ()
 
     def check_call(self, oc: OperatorCall, ctx: FileContext) -> Iterable[Finding]:
         return ()

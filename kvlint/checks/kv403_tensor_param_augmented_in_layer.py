@@ -26,6 +26,11 @@ class TensorParamAugmentedInLayer(Rule):
     # the pre-filter: Ascend model code (not every file with a `+=`)
     trigger_words = ("torch_npu", "torch.ops.npu", "kv_len", "seq_len", "slot_mapping")
 
+    def required_words(self, settings):
+        # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`
+        # and a LAYER_CLASS name (see Context.layer_class)
+        return (("+=", "-=", "*=", "/="), tuple(settings.names.layer_class_words) + ("Attention", "Attn"))
+
     def check_module(self, ctx: FileContext):
         for node in ctx.index.aug_assigns:
             target = node.target

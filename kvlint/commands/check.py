@@ -45,17 +45,18 @@ def _globs(text: str) -> List[str]:
     return [g.strip() for g in text.split(",") if g.strip()]
 
 
-def _check_group(paths: List[str], settings: Settings) -> List[FileResult]:
-    try:
-        from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
-    except ImportError:
-        check_files = None
-    if check_files is not None:
-        return list(check_files(paths, settings))
-    from kvlint.engine import Checker
+def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
+    from kvlint.cache import DEFAULT_DIR, open_cache
+    from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
 
-    checker = Checker(settings)
-    return [checker.check_path(p) for p in paths]
+    use_cache = args is not None and not getattr(args, "no_cache", False)
+    cache = open_cache(getattr(args, "cache_dir", None) or DEFAULT_DIR, settings) if use_cache else None
+    results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache)
+    if cache is not None:
+        problem = cache.save()
+        if problem:
+            print(f"kvlint: warning: {problem}", file=sys.stderr)
+    return results
 
 
 def run(args) -> int:
@@ -87,7 +88,7 @@ def run(args) -> int:
     report = Report(files=sum(len(g[1]) for g in groups.values()))
     diffs: List[str] = []
     for settings, paths in groups.values():
-        results = _check_group(paths, settings)
+        results = _check_group(paths, settings, args)
         fixing = args.fix or args.diff
         checker = None
         for result in results:

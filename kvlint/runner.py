@@ -1,0 +1,176 @@
+"""Check many files: the cache first, then a process pool over the rest; results come back
+in the order of the input paths whatever the scheduling.
+
+- `jobs`: worker processes (default: the CPUs this process may use); `jobs=1`, or too few
+  files to repay starting workers, checks in this process.
+- Each worker builds one `Checker` per settings and keeps it (rules, catalog and pre-filter
+  are built once per process, not per file). Files go out in chunks; each result comes back
+  as findings only (no tree, no source text), so memory stays bounded by the largest file.
+- Reading never blocks and never crashes: a FIFO, a device, a directory named `x.py`, a
+  broken link or an unreadable file is a KV000 finding (`cannot read: ...`), and the run goes
+  on. A worker that dies (e.g. the interpreter's C stack on absurd input) costs only its
+  chunk's files, which are retried one by one in fresh workers; a file that kills a worker
+  again gets a KV000 finding.
+"""
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from kvlint.analysis.findings import FileResult
+from kvlint.cache import Cache, digest
+from kvlint.settings import Settings
+
+MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
+MAX_CHUNK = 16
+
+Outcome = Tuple[FileResult, Optional[os.stat_result], Optional[str]]  # result, stat, content hash
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
+                cache: Optional[Cache] = None) -> List[FileResult]:
+    """One FileResult per path, in the order of `paths`."""
+    results: List[Optional[FileResult]] = [None] * len(paths)
+    todo: List[int] = []
+    for i, path in enumerate(paths):
+        hit = cache.get(path) if cache is not None else None
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append(i)
+    if todo:
+        jobs = default_jobs() if jobs is None else max(1, jobs)
+        workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
+        pending = [(i, paths[i]) for i in todo]
+        outcomes = _check_parallel(pending, settings, workers) if workers > 1 else \
+            ((i, check_one(_checker(settings), path)) for i, path in pending)
+        for i, (result, st, hashed) in outcomes:
+            results[i] = result
+            if cache is not None:
+                cache.put(paths[i], st, hashed, result)
+    return results  # type: ignore[return-value]
+
+
+# -- one file --------------------------------------------------------------------------------
+def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str]:
+    """(stat, bytes, "") or (stat or None, None, reason). Opens without blocking (a FIFO with
+    no writer would block a plain open) and reads only regular files."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None, None, "broken symbolic link" if os.path.islink(path) else "no such file"
+    except IsADirectoryError:
+        return None, None, "not a regular file (a directory)"
+    except OSError as exc:
+        return None, None, f"cannot open: {exc.strerror or exc}"
+    try:
+        st = os.fstat(fd)
+        if not stat_module.S_ISREG(st.st_mode):
+            kind = "a directory" if stat_module.S_ISDIR(st.st_mode) else \
+                "a FIFO" if stat_module.S_ISFIFO(st.st_mode) else "a device or socket"
+            return st, None, f"not a regular file ({kind})"
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return st, b"".join(chunks), ""
+    except OSError as exc:
+        return None, None, f"{exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def check_one(checker, path: str) -> Outcome:
+    st, data, reason = read_file(path)
+    if data is None:
+        return checker._failure(path, reason), None, None
+    result = checker.check_bytes(path, data)
+    return result, st, digest(data)
+
+
+# -- workers -----------------------------------------------------------------------------------
+_CHECKERS: Dict[Settings, object] = {}
+
+
+def _checker(settings: Settings):
+    """The Checker for these settings in this process, built once."""
+    key = _settings_key(settings)
+    checker = _CHECKERS.get(key)
+    if checker is None:
+        from kvlint.engine import Checker
+
+        checker = _CHECKERS[key] = Checker(settings)
+    return checker
+
+
+def _settings_key(settings: Settings):
+    try:
+        hash(settings)
+        return settings
+    except TypeError:  # a dict field (severity): fall back to its repr
+        return repr(settings)
+
+
+def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]]) -> List[Tuple[int, Outcome]]:
+    checker = _checker(settings)
+    return [(i, check_one(checker, path)) for i, path in chunk]
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, str]]]:
+    # ~8 chunks per worker balances the few slow files against the per-task overhead
+    size = max(1, min(MAX_CHUNK, len(items) // (workers * 8) or 1))
+    return [items[k:k + size] for k in range(0, len(items), size)]
+
+
+def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: int) -> Iterable[Tuple[int, Outcome]]:
+    """Yield (index, outcome) as chunks finish (the caller puts them in order)."""
+    retry: List[Tuple[int, str]] = []
+    with _pool(workers) as pool:
+        futures = [(chunk, pool.submit(_check_chunk, settings, chunk)) for chunk in _chunks(items, workers)]
+        for chunk, future in futures:
+            try:
+                yield from future.result()
+            except BrokenProcessPool:
+                retry.extend(chunk)
+            except Exception as exc:  # an unpicklable result or the like: report, go on
+                for i, path in chunk:
+                    yield i, (_internal_error(settings, path, exc), None, None)
+    for i, path in retry:  # a worker died: each file alone, so only the culprit is lost
+        yield i, _isolated(settings, path)
+
+
+def _isolated(settings: Settings, path: str) -> Outcome:
+    try:
+        with _pool(1) as pool:
+            return pool.submit(_check_chunk, settings, [(0, path)]).result()[0][1]
+    except BrokenProcessPool:
+        checker = _checker(settings)
+        return checker._failure(path, "the checker process crashed on this file"), None, None
+
+
+def _internal_error(settings: Settings, path: str, exc: BaseException) -> FileResult:
+    return FileResult(path, errors=[f"{path}: internal error: {type(exc).__name__}: {exc}"])
+
+
+__all__ = ["check_files", "check_one", "default_jobs", "read_file"]
