@@ -21,6 +21,8 @@ PARSE_ERROR = "KV000"
 
 
 class Checker:
+    max_parse_bytes = 4 * 2 ** 20  # bigger files get a KV000 instead of an ast (memory bound)
+
     def __init__(self, settings: Settings = Settings(), catalog: Optional[Catalog] = None,
                  rules: Optional[Sequence[Rule]] = None):
         self.settings = settings
@@ -52,6 +54,10 @@ class Checker:
             return FileResult(path)
         if not any(self._rule_words[r.code] for r in self.rules_for(data)):
             return FileResult(path)  # words seen, but no rule's `required_words` are all there
+        if len(data) > self.max_parse_bytes:  # the ast of 10 MB of code takes ~1.6 GB
+            return self._failure(path, f"{len(data) / 2 ** 20:.1f} MiB is over the {self.max_parse_bytes / 2 ** 20:g} "
+                                       f"MiB limit for one file (generated code?); not parsed",
+                                 prefix="too large: ")
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
@@ -122,10 +128,10 @@ class Checker:
             out.extend(rule.check_module(ctx))
         return out
 
-    def _failure(self, path: str, reason: str) -> FileResult:
+    def _failure(self, path: str, reason: str, prefix: str = "cannot read: ") -> FileResult:
         if not self.settings.enabled(PARSE_ERROR):
             return FileResult(path, checked=False)
-        return FileResult(path, [self._parse_finding(path, 1, 1, f"cannot read: {reason}", "")], checked=False)
+        return FileResult(path, [self._parse_finding(path, 1, 1, f"{prefix}{reason}", "")], checked=False)
 
     def _parse_finding(self, path, line, col, message, text) -> Finding:
         return Finding(path, line, max(col, 1), line, max(col, 1), PARSE_ERROR, message, "error",

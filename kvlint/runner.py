@@ -26,6 +26,7 @@ from kvlint.settings import Settings
 
 MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
 MAX_CHUNK = 16
+MAX_READ_BYTES = 64 * 2 ** 20  # not even read (the engine parses at most Checker.max_parse_bytes)
 
 Outcome = Tuple[FileResult, Optional[os.stat_result], Optional[str]]  # result, stat, content hash
 
@@ -80,6 +81,8 @@ def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str
             kind = "a directory" if stat_module.S_ISDIR(st.st_mode) else \
                 "a FIFO" if stat_module.S_ISFIFO(st.st_mode) else "a device or socket"
             return st, None, f"not a regular file ({kind})"
+        if st.st_size > MAX_READ_BYTES:
+            return st, None, f"{st.st_size / 2 ** 20:.0f} MiB is over the {MAX_READ_BYTES // 2 ** 20} MiB limit; not read"
         chunks = []
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -144,20 +147,27 @@ def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, 
 
 
 def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: int) -> Iterable[Tuple[int, Outcome]]:
-    """Yield (index, outcome) as chunks finish (the caller puts them in order)."""
-    retry: List[Tuple[int, str]] = []
+    """Yield (index, outcome) as chunks finish (the caller puts them in order). A dead worker
+    breaks the whole pool, failing the chunks still queued: each of those is retried in a
+    pool of its own, and the files of a chunk that breaks that one too, one by one."""
+    retry: List[List[Tuple[int, str]]] = []
     with _pool(workers) as pool:
         futures = [(chunk, pool.submit(_check_chunk, settings, chunk)) for chunk in _chunks(items, workers)]
         for chunk, future in futures:
             try:
                 yield from future.result()
             except BrokenProcessPool:
-                retry.extend(chunk)
+                retry.append(chunk)
             except Exception as exc:  # an unpicklable result or the like: report, go on
                 for i, path in chunk:
-                    yield i, (_internal_error(settings, path, exc), None, None)
-    for i, path in retry:  # a worker died: each file alone, so only the culprit is lost
-        yield i, _isolated(settings, path)
+                    yield i, (_internal_error(path, exc), None, None)
+    for chunk in retry:
+        try:
+            with _pool(1) as pool:
+                outcomes = pool.submit(_check_chunk, settings, chunk).result()
+        except BrokenProcessPool:
+            outcomes = [(i, _isolated(settings, path)) for i, path in chunk]
+        yield from outcomes
 
 
 def _isolated(settings: Settings, path: str) -> Outcome:
@@ -169,7 +179,7 @@ def _isolated(settings: Settings, path: str) -> Outcome:
         return checker._failure(path, "the checker process crashed on this file"), None, None
 
 
-def _internal_error(settings: Settings, path: str, exc: BaseException) -> FileResult:
+def _internal_error(path: str, exc: BaseException) -> FileResult:
     return FileResult(path, errors=[f"{path}: internal error: {type(exc).__name__}: {exc}"])
 
 

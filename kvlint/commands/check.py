@@ -87,8 +87,10 @@ def run(args) -> int:
 
     report = Report(files=sum(len(g[1]) for g in groups.values()))
     diffs: List[str] = []
+    checked = 0
     for settings, paths in groups.values():
         results = _check_group(paths, settings, args)
+        checked += sum(1 for r in results if r.checked)
         fixing = args.fix or args.diff
         checker = None
         for result in results:
@@ -109,6 +111,8 @@ def run(args) -> int:
             print(f"Would fix {report.fixed} problem{'s' if report.fixed != 1 else ''}.", file=sys.stderr)
         return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
     _write(render(report, args), args)
+    if report.files and not checked:
+        return EXIT_ERROR  # nothing could be read or decoded (the KV000 lines say why)
     if args.fix and report.fixed and not args.quiet and args.format not in ("text", "concise"):
         print(f"Fixed {report.fixed} problem{'s' if report.fixed != 1 else ''}.", file=sys.stderr)
     return EXIT_FINDINGS if report.findings and not args.exit_zero else EXIT_CLEAN

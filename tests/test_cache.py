@@ -1,0 +1,175 @@
+"""Issue 5: the result cache: hits without reading, misses on any change of content, code or
+settings, atomic and corruption-tolerant."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from kvlint import cache as cache_module, runner
+from kvlint.cache import Cache
+from kvlint.cli import main
+from kvlint.settings import Settings
+
+BAD = "import torch_npu\nout = torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8)\n"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the files the runner really checks (cache misses)."""
+    seen = []
+    real = runner.check_one
+
+    def counting(checker, path):
+        seen.append(os.path.basename(path))
+        return real(checker, path)
+
+    monkeypatch.setattr(runner, "check_one", counting)
+    return seen
+
+
+def age(path, seconds=60):
+    """Make a file look old enough for its stat to be trusted (not racy)."""
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def run(paths, cache_dir, settings=Settings()):
+    c = Cache(str(cache_dir), settings)
+    results = runner.check_files([str(p) for p in paths], settings, jobs=1, cache=c)
+    c.save()
+    return results
+
+
+@pytest.fixture
+def files(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(BAD)
+    b.write_text("print('clean')\n")
+    age(a)
+    age(b)
+    return a, b
+
+
+def test_second_run_checks_nothing_and_returns_the_same_findings(files, tmp_path, counted):
+    first = run(files, tmp_path / "c")
+    assert counted == ["a.py", "b.py"]
+    second = run(files, tmp_path / "c")
+    assert counted == ["a.py", "b.py"]  # no new checks
+    assert [(f.path, f.line, f.column, f.code, f.message, f.source_line) for r in second for f in r.findings] == \
+        [(f.path, f.line, f.column, f.code, f.message, f.source_line) for r in first for f in r.findings]
+    assert [f.code for f in second[0].findings] == ["KV103"]
+
+
+def test_fixes_survive_the_cache(tmp_path, counted):
+    p = tmp_path / "mask.py"
+    p.write_text("import torch, torch_npu\n\n\nclass Attention:\n    def __init__(self):\n"
+                 "        self.mask = torch.triu(torch.ones(2048, 2048), diagonal=1)\n\n"
+                 "    def prefill(self, q, k, v):\n"
+                 "        return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8, scale=0.1, "
+                 "sparse_mode=3, atten_mask=self.mask)\n")
+    age(p)
+    first = run([p], tmp_path / "c")
+    second = run([p], tmp_path / "c")
+    assert len(counted) == 1
+    assert any(f.fix for f in first[0].findings)
+    assert [f.fix for f in second[0].findings] == [f.fix for f in first[0].findings]
+
+
+def test_changed_content_is_checked_again(files, tmp_path, counted):
+    a, b = files
+    run(files, tmp_path / "c")
+    a.write_text(BAD.replace("num_heads=8", "num_heads=8, scale=0.1"))
+    age(a, 30)
+    results = run(files, tmp_path / "c")
+    assert counted == ["a.py", "b.py", "a.py"]
+    assert results[0].findings == []
+
+
+def test_touched_but_same_bytes_is_hashed_not_checked(files, tmp_path, counted):
+    a, _ = files
+    run(files, tmp_path / "c")
+    age(a, 10)  # a new mtime, same bytes (a checkout, `touch`)
+    assert [f.code for f in run(files, tmp_path / "c")[0].findings] == ["KV103"]
+    assert counted == ["a.py", "b.py"]
+
+
+def test_a_just_written_file_keeps_only_its_hash(tmp_path):
+    p = tmp_path / "fresh.py"
+    p.write_text(BAD)  # mtime = now: a write in the same tick could go unseen by stat
+    run([p], tmp_path / "c")
+    (data,) = [json.load(open(tmp_path / "c" / n)) for n in os.listdir(tmp_path / "c") if n.endswith(".json")]
+    stat, hashed, _ = data["files"][str(p)]
+    assert stat is None and hashed == cache_module.digest(p.read_bytes())
+
+
+def test_settings_code_and_python_change_the_cache_file(files, tmp_path, counted, monkeypatch):
+    run(files, tmp_path / "c")
+    run(files, tmp_path / "c", Settings(ignore=("KV103",)))
+    assert counted == ["a.py", "b.py", "a.py", "b.py"]
+    monkeypatch.setattr(cache_module, "_CODE_FINGERPRINT", "0" * 32)  # kvlint's code changed
+    run(files, tmp_path / "c")
+    assert len(counted) == 6
+
+
+def test_code_fingerprint_covers_sources_and_rules_data():
+    fp = cache_module.code_fingerprint()
+    assert len(fp) == 32 and fp == cache_module.code_fingerprint()
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{", b"\xff\xfe", b"[1, 2]", b'{"format": 1, "files": []}',
+                                     b'{"format": 1, "files": {"x": 1}}'])
+def test_corrupt_cache_is_ignored(files, tmp_path, counted, garbage):
+    run(files, tmp_path / "c")
+    (name,) = [n for n in os.listdir(tmp_path / "c") if n.endswith(".json")]
+    (tmp_path / "c" / name).write_bytes(garbage)
+    results = run(files, tmp_path / "c")
+    assert [f.code for f in results[0].findings] == ["KV103"]
+
+
+def test_entries_for_the_wrong_shape_are_misses(files, tmp_path):
+    c = Cache(str(tmp_path / "c"), Settings())
+    c._load()[os.path.abspath(files[0])] = ["nonsense"]
+    assert c.get(str(files[0])) is None
+
+
+def test_concurrent_writers_leave_a_valid_file(files, tmp_path):
+    one, two = Cache(str(tmp_path / "c"), Settings()), Cache(str(tmp_path / "c"), Settings())
+    for c in (one, two):
+        runner.check_files([str(p) for p in files], Settings(), jobs=1, cache=c)
+    assert one.save() is None and two.save() is None
+    (name,) = [n for n in os.listdir(tmp_path / "c") if n.endswith(".json")]
+    assert set(json.load(open(tmp_path / "c" / name))["files"]) == {str(p) for p in files}
+    assert not [n for n in os.listdir(tmp_path / "c") if n.startswith(".tmp-")]
+
+
+def test_unwritable_cache_dir_is_a_warning_not_a_failure(files, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    c = Cache(str(blocker / "c"), Settings())
+    runner.check_files([str(p) for p in files], Settings(), jobs=1, cache=c)
+    assert "cannot write the cache" in c.save()
+
+
+def test_results_with_internal_errors_or_read_failures_are_not_cached(tmp_path):
+    from kvlint.analysis.findings import FileResult
+
+    c = Cache(str(tmp_path / "c"), Settings())
+    c.put("x.py", None, "h", FileResult("x.py", errors=["boom"]))
+    c.put("y.py", None, "h", FileResult("y.py", checked=False))
+    assert c._load() == {}
+
+
+def test_cli_cache_options(files, tmp_path, counted, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["check", "--isolated", "--format", "concise"] + [str(p) for p in files]
+    assert main(args) == 1
+    assert os.path.isfile(tmp_path / ".kvlint_cache" / "CACHEDIR.TAG")
+    assert main(args) == 1 and len(counted) == 2  # default cache in the current folder
+    assert main(args + ["--no-cache"]) == 1 and len(counted) == 4
+    assert main(args + ["--cache-dir", str(tmp_path / "elsewhere")]) == 1 and len(counted) == 6
+    assert os.listdir(tmp_path / "elsewhere")
+    out = capsys.readouterr().out
+    assert out.count("KV103") == 4

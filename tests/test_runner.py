@@ -1,0 +1,89 @@
+"""Issue 5: the runner: results in input order whatever the scheduling, --jobs, worker crashes."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kvlint import runner
+from kvlint.cli import main
+from kvlint.settings import Settings
+
+BAD = "import torch_npu\nout = torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads={n})\n"  # KV103
+CLEAN = "import os\nprint(os.sep)\n"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    paths = []
+    for i in range(40):
+        p = tmp_path / f"m{i:02d}.py"
+        p.write_text(BAD.format(n=i) if i % 3 == 0 else CLEAN)
+        paths.append(str(p))
+    return paths
+
+
+def summary(results):
+    return [(r.path, [(f.line, f.column, f.code, f.message) for f in r.findings], r.errors) for r in results]
+
+
+def test_results_follow_the_input_order_with_workers(tree, monkeypatch):
+    monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
+    shuffled = tree[::-1][:20] + tree[20:][::-1] + tree[:20]
+    serial = runner.check_files(shuffled, Settings(), jobs=1)
+    parallel = runner.check_files(shuffled, Settings(), jobs=2)
+    assert [r.path for r in parallel] == shuffled
+    assert summary(parallel) == summary(serial)
+    assert sum(len(r.findings) for r in parallel) == len([p for p in shuffled if "num_heads" in open(p).read()])
+
+
+def test_jobs_1_uses_no_pool(tree, monkeypatch):
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool was started")
+
+    monkeypatch.setattr(runner, "_pool", no_pool)
+    assert len(runner.check_files(tree, Settings(), jobs=1)) == len(tree)
+
+
+def test_few_files_stay_in_process(tree, monkeypatch):
+    monkeypatch.setattr(runner, "_pool", lambda *a, **k: (_ for _ in ()).throw(AssertionError("pool")))
+    assert len(runner.check_files(tree[:3], Settings(), jobs=8)) == 3
+
+
+def test_chunks_cover_every_file_once():
+    items = [(i, f"f{i}.py") for i in range(1001)]
+    chunks = runner._chunks(items, 2)
+    assert [x for c in chunks for x in c] == items
+    assert max(len(c) for c in chunks) <= runner.MAX_CHUNK
+
+
+def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
+    """A file that kills its worker process (as a C-level crash would) gets a KV000; the
+    other files of its chunk are retried and checked."""
+    monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
+    victim = tree[4]
+    real = runner.check_one
+
+    def crashing(checker, path):
+        if path == victim:
+            os._exit(3)
+        return real(checker, path)
+
+    monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("needs fork to inject the crash into workers")
+    results = runner.check_files(tree, Settings(), jobs=2)
+    by_path = {r.path: r for r in results}
+    assert [f.code for f in by_path[victim].findings] == ["KV000"]
+    assert "crashed" in by_path[victim].findings[0].message
+    assert [f.code for f in by_path[tree[3]].findings] == ["KV103"]  # same chunk, still checked
+    assert [r.path for r in results] == tree
+
+
+def test_cli_jobs_option(tree, capsys, tmp_path):
+    assert main(["check", "--isolated", "--no-cache", "--jobs", "2", "--format", "concise", str(tmp_path)]) == 1
+    two = capsys.readouterr().out
+    assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == two
+    assert main(["check", "--jobs", "0", str(tmp_path)]) == 2
+    assert "at least 1" in capsys.readouterr().err
