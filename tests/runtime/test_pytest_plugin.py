@@ -19,10 +19,21 @@ def test_int64_block_table():
 '''
 
 
+def plugin_is_installed() -> bool:
+    """An installed kvlint registers the plugin through its `pytest11` entry point; loading it
+    again with `-p` would register it twice."""
+    from importlib.metadata import entry_points
+
+    eps = entry_points()
+    group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+    return any(ep.value == "kvlint.pytest_plugin" for ep in group)
+
+
 def run(tmp_path, *options):
     (tmp_path / "test_model.py").write_text(TEST_FILE)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "fixtures"), str(ROOT)]))
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "kvlint.pytest_plugin", "-p", "no:cacheprovider",
+    load = [] if plugin_is_installed() else ["-p", "kvlint.pytest_plugin"]
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", *load, "-p", "no:cacheprovider",
                            *options, str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
 
