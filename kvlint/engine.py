@@ -33,8 +33,8 @@ class Checker:
         self._rule_words = {r.code: frozenset(w.encode() for w in (*r.operators, *r.trigger_words))
                             for r in self.rules}
         self._words = frozenset().union(*self._rule_words.values())
-        self._required = {r.code: [frozenset(w.encode() for w in group) for group in r.required_words(settings)]
-                          for r in self.rules}
+        self._required = {r.code: [tuple(w.encode() if isinstance(w, str) else w for w in group)
+                                   for group in r.required_words(settings)] for r in self.rules}
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _default_on(self, code: str) -> bool:
@@ -52,7 +52,8 @@ class Checker:
     def check_bytes(self, path: str, data: bytes) -> FileResult:
         if self.prefilter is None or not self.prefilter.search(data):
             return FileResult(path)
-        if not any(self._rule_words[r.code] for r in self.rules_for(data)):
+        rules = self.rules_for(data)
+        if not any(self._rule_words[r.code] for r in rules):
             return FileResult(path)  # words seen, but no rule's `required_words` are all there
         if len(data) > self.max_parse_bytes:  # the ast of 10 MB of code takes ~1.6 GB
             return self._failure(path, f"{len(data) / 2 ** 20:.1f} MiB is over the {self.max_parse_bytes / 2 ** 20:g} "
@@ -61,7 +62,7 @@ class Checker:
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
-        return self.check_source(source)
+        return self.check_source(source, rules)
 
     def rules_for(self, data: bytes) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
@@ -69,9 +70,11 @@ class Checker:
         level of the pre-filter."""
         present = {w for w in self._words if w in data}
         return [r for r in self.rules if (not self._rule_words[r.code] or self._rule_words[r.code] & present)
-                and all(any(w in data for w in group) for group in self._required[r.code])]
+                and all(any(w in data if type(w) is bytes else w.search(data) for w in group)
+                        for group in self._required[r.code])]
 
-    def check_source(self, source: SourceFile) -> FileResult:
+    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
+        """`rules`: the rules to run (default: `rules_for(source.data)`)."""
         result = FileResult(source.path)
         try:
             with warnings.catch_warnings():
@@ -92,7 +95,7 @@ class Checker:
             return result
         ctx = FileContext(index, self.catalog, self.settings)
         findings: List[Finding] = []
-        for rule in self.rules_for(source.data):
+        for rule in self.rules_for(source.data) if rules is None else rules:
             try:
                 findings.extend(self._run_rule(rule, ctx))
             except Exception as exc:  # a bug in one rule must not stop the run

@@ -53,8 +53,9 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         jobs = default_jobs() if jobs is None else max(1, jobs)
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
-        outcomes = _check_parallel(pending, settings, workers) if workers > 1 else \
-            ((i, check_one(_checker(settings), path)) for i, path in pending)
+        hashed = cache is not None
+        outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
+            ((i, check_one(_checker(settings), path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:
             results[i] = result
             if cache is not None:
@@ -96,12 +97,13 @@ def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str
         os.close(fd)
 
 
-def check_one(checker, path: str) -> Outcome:
+def check_one(checker, path: str, hashed: bool = True) -> Outcome:
+    """Check one file; with `hashed`, also its stat and content hash (for the cache)."""
     st, data, reason = read_file(path)
     if data is None:
         return checker._failure(path, reason), None, None
     result = checker.check_bytes(path, data)
-    return result, st, digest(data)
+    return result, st, digest(data) if hashed else None
 
 
 # -- workers -----------------------------------------------------------------------------------
@@ -127,9 +129,9 @@ def _settings_key(settings: Settings):
         return repr(settings)
 
 
-def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]]) -> List[Tuple[int, Outcome]]:
+def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool = True) -> List[Tuple[int, Outcome]]:
     checker = _checker(settings)
-    return [(i, check_one(checker, path)) for i, path in chunk]
+    return [(i, check_one(checker, path, hashed)) for i, path in chunk]
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
@@ -146,13 +148,14 @@ def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, 
     return [items[k:k + size] for k in range(0, len(items), size)]
 
 
-def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: int) -> Iterable[Tuple[int, Outcome]]:
+def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: int,
+                    hashed: bool = True) -> Iterable[Tuple[int, Outcome]]:
     """Yield (index, outcome) as chunks finish (the caller puts them in order). A dead worker
     breaks the whole pool, failing the chunks still queued: each of those is retried in a
     pool of its own, and the files of a chunk that breaks that one too, one by one."""
     retry: List[List[Tuple[int, str]]] = []
     with _pool(workers) as pool:
-        futures = [(chunk, pool.submit(_check_chunk, settings, chunk)) for chunk in _chunks(items, workers)]
+        futures = [(chunk, pool.submit(_check_chunk, settings, chunk, hashed)) for chunk in _chunks(items, workers)]
         for chunk, future in futures:
             try:
                 yield from future.result()
@@ -164,7 +167,7 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
     for chunk in retry:
         try:
             with _pool(1) as pool:
-                outcomes = pool.submit(_check_chunk, settings, chunk).result()
+                outcomes = pool.submit(_check_chunk, settings, chunk, hashed).result()
         except BrokenProcessPool:
             outcomes = [(i, _isolated(settings, path)) for i, path in chunk]
         yield from outcomes

@@ -22,9 +22,9 @@ def counted(monkeypatch):
     seen = []
     real = runner.check_one
 
-    def counting(checker, path):
+    def counting(checker, path, *rest):
         seen.append(os.path.basename(path))
-        return real(checker, path)
+        return real(checker, path, *rest)
 
     monkeypatch.setattr(runner, "check_one", counting)
     return seen

@@ -64,10 +64,10 @@ def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
     victim = tree[4]
     real = runner.check_one
 
-    def crashing(checker, path):
+    def crashing(checker, path, *rest):
         if path == victim:
             os._exit(3)
-        return real(checker, path)
+        return real(checker, path, *rest)
 
     monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
     if "fork" not in __import__("multiprocessing").get_all_start_methods():

@@ -52,6 +52,18 @@ class HeuristicNames:
     )
 
 
+def layer_class_words(names: HeuristicNames) -> Tuple[str, ...]:
+    """LAYER_CLASS needs one of these in the class name (for the byte pre-filter)."""
+    return tuple(names.layer_class_words) + ("Attention", "Attn")
+
+
+def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
+    """PER_LAYER_LOOP needs one of the loop words as a whole name (for the byte pre-filter:
+    `h` is in every file, the name `h` is not)."""
+    words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
+    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + words + rb")(?![A-Za-z0-9_])")
+
+
 def _words_in(name: str, words: Iterable[str]) -> bool:
     low = name.lower()
     return any(w.lower() in low for w in words)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple, Union
 
 from kvlint.analysis.context import Context
 from kvlint.analysis.dtypes import DtypeInference
@@ -79,15 +79,17 @@ class Rule:
 
     `required_words(settings)` narrows that further: groups of words of which each must have
     one in the file (e.g. `(("+=", "-="), ("Attention", "Layer"))`: an augmented assignment
-    and a layer class name). Only necessary conditions belong there: a rule must never be able
-    to report on a file missing a group. May depend on the settings (configurable names).
+    and a layer class name). A word is a substring, or a compiled bytes regex (e.g. a whole
+    name: `analysis.context.layer_loop_pattern`). Only necessary conditions belong there: a
+    rule must never be able to report on a file missing a group. May depend on the settings
+    (configurable names).
     """
 
     code: str = ""
     operators: Tuple[str, ...] = ()
     trigger_words: Tuple[str, ...] = ()
 
-    def required_words(self, settings: Settings) -> Sequence[Sequence[str]]:
+    def required_words(self, settings: Settings) -> Sequence[Sequence[Union[str, "Pattern[bytes]"]]]:
         return ()
 
     def check_call(self, oc: OperatorCall, ctx: FileContext) -> Iterable[Finding]:

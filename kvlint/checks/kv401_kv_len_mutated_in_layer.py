@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from kvlint.analysis.context import layer_class_words, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
@@ -34,6 +35,10 @@ def terminal_name(node: ast.expr) -> Optional[str]:
 class KvLenMutatedInLayer(Rule):
     code = "KV401"
     trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+
+    def required_words(self, settings):
+        # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)
+        return ((*layer_class_words(settings.names), layer_loop_pattern(settings.names)),)
 
     def check_module(self, ctx: FileContext):
         idx = ctx.index

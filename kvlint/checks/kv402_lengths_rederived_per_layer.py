@@ -2,6 +2,7 @@
 (docs: rules/codes/KV402.toml)."""
 import ast
 
+from kvlint.analysis.context import layer_loop_pattern
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
@@ -30,6 +31,9 @@ def derives(value: ast.expr) -> bool:
 class LengthsRederivedPerLayer(Rule):
     code = "KV402"
     trigger_words = KvLenMutatedInLayer.trigger_words
+
+    def required_words(self, settings):
+        return ((layer_loop_pattern(settings.names),),)  # necessary: a PER_LAYER_LOOP (pre-filter)
 
     def check_module(self, ctx: FileContext):
         kv401 = KvLenMutatedInLayer()
