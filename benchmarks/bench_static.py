@@ -118,9 +118,10 @@ def main(argv=None) -> int:
         if other is None:
             continue
         label = other.name.split(" ")[0]
-        print(f"kvlint cold / {label}: wall {cold.wall / other.wall:.2f}x, CPU {cold.cpu / other.cpu:.2f}x, "
-              f"memory {cold.max_rss_mb / other.max_rss_mb:.2f}x")
-        print(f"kvlint warm / {label}: wall {warm_run.wall / other.wall:.2f}x")
+        print(f"kvlint cold / {label}: wall {cold.wall / other.wall:.3g}x, CPU {cold.cpu / other.cpu:.3g}x, "
+              f"memory {cold.max_rss_mb / other.max_rss_mb:.3g}x"
+              + (f" ({label} takes {other.wall / cold.wall:.0f}x kvlint's wall time)" if other.wall > cold.wall else ""))
+        print(f"kvlint warm / {label}: wall {warm_run.wall / other.wall:.3g}x")
     print(f"kvlint cold: {serial.wall / cold.wall:.2f}x faster than --jobs 1; warm re-check {warm_run.wall:.2f} s")
     return 0
 
