@@ -53,9 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_options(check)  # kvlint/commands/check.py: config, formats, fixes
     check.add_argument("--jobs", "-j", type=jobs_count, default=None, metavar="N",
                        help="worker processes (default: the number of CPUs; 1: no workers)")
-    check.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    check.add_argument("--no-cache", action="store_true",
+                       help="do not read or write the result cache (also: KVLINT_NO_CACHE=1)")
     check.add_argument("--cache-dir", metavar="DIR", default=None,
-                       help="where the result cache lives (default: .kvlint_cache in the current folder)")
+                       help="where the result cache lives (default: $KVLINT_CACHE_DIR, else .kvlint_cache "
+                            "in the current folder)")
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", nargs="?")
     rule.add_argument("--all", action="store_true", help="list every rule")

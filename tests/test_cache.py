@@ -164,6 +164,8 @@ def test_results_with_internal_errors_or_read_failures_are_not_cached(tmp_path):
 
 def test_cli_cache_options(files, tmp_path, counted, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KVLINT_NO_CACHE", raising=False)
+    monkeypatch.delenv("KVLINT_CACHE_DIR", raising=False)
     args = ["check", "--isolated", "--format", "concise"] + [str(p) for p in files]
     assert main(args) == 1
     assert os.path.isfile(tmp_path / ".kvlint_cache" / "CACHEDIR.TAG")
@@ -173,3 +175,8 @@ def test_cli_cache_options(files, tmp_path, counted, monkeypatch, capsys):
     assert os.listdir(tmp_path / "elsewhere")
     out = capsys.readouterr().out
     assert out.count("KV103") == 4
+    monkeypatch.setenv("KVLINT_NO_CACHE", "1")
+    assert main(args) == 1 and len(counted) == 8
+    monkeypatch.delenv("KVLINT_NO_CACHE")
+    monkeypatch.setenv("KVLINT_CACHE_DIR", str(tmp_path / "from_env"))
+    assert main(args) == 1 and len(counted) == 10 and os.listdir(tmp_path / "from_env")

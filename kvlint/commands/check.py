@@ -49,8 +49,9 @@ def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileRe
     from kvlint.cache import DEFAULT_DIR, open_cache
     from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
 
-    use_cache = args is not None and not getattr(args, "no_cache", False)
-    cache = open_cache(getattr(args, "cache_dir", None) or DEFAULT_DIR, settings) if use_cache else None
+    use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
+    directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
+    cache = open_cache(directory, settings) if use_cache else None
     results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache)
     if cache is not None:
         problem = cache.save()
