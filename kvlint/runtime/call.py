@@ -10,10 +10,22 @@ from kvlint.runtime.errors import Finding
 
 # Tensors on these device types are host memory: reading their values never syncs a device.
 HOST_DEVICES = frozenset({"cpu"})
+# Host tensors with at most this many elements have their values checked in Python (`tolist()`
+# costs ~0.2 us for a few elements, ~4 us for 256); bigger ones, and device tensors in full mode,
+# with a few vectorised torch ops (~1.5 us for `aminmax`, ~6 us for `unique`, O(n) in C++).
+SMALL = 64
+
+_Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 
 
 def dtype_name(dtype) -> str:
     return str(dtype).replace("torch.", "")
+
+
+def dtypes(names) -> frozenset:
+    """torch dtypes from their names (rules/contracts.toml), for `tensor.dtype in ...` tests."""
+    return frozenset(getattr(torch, name) for name in names if hasattr(torch, name))
 
 
 def shape_of(t) -> str:
@@ -21,19 +33,22 @@ def shape_of(t) -> str:
 
 
 class Call:
-    """`args[name]` is every schema argument (given or defaulted); `given` holds the names the
-    caller passed; contracts report through `fail()`."""
+    """`args[name]` is every schema argument (given or defaulted); `passed(name)` tells whether
+    the caller passed it; contracts report through `fail()`. `view` is the operator family's
+    derived view (FA: `FaView`), set by the family's first contract."""
 
-    __slots__ = ("op", "name", "args", "given", "full", "findings", "memo", "_frame")
+    __slots__ = ("op", "name", "args", "kwargs", "positional", "npos", "full", "findings", "view", "_frame")
 
-    def __init__(self, op, name: str, args: Dict[str, Any], given, full: bool):
+    def __init__(self, op, name: str, args: Dict[str, Any], kwargs, positional, npos: int, full: bool):
         self.op = op          # catalog Operator
         self.name = name      # base operator name, e.g. npu_fused_infer_attention_score
         self.args = args
-        self.given = given
+        self.kwargs = kwargs          # what the caller passed by keyword
+        self.positional = positional  # the schema's positional argument names
+        self.npos = npos              # how many of them the caller passed
         self.full = full
         self.findings: List[Finding] = []
-        self.memo: Dict[str, Any] = {}
+        self.view = None
         self._frame = False
 
     def get(self, name: Optional[str], default=None):
@@ -41,7 +56,12 @@ class Call:
             return default
         return self.args.get(name, default)
 
+    def passed(self, name: str) -> bool:
+        """Did the caller pass this argument (positionally or by keyword)?"""
+        return name in self.kwargs or name in self.positional[:self.npos]
+
     def frame(self):
+        """The user's frame (walked lazily: only a finding or KV401's layer lookup needs it)."""
         if self._frame is False:
             self._frame = callsite.user_frame(1)
         return self._frame
@@ -55,13 +75,14 @@ class Call:
     def readable(self, value) -> bool:
         """May a contract read this tensor's values? Always for host tensors; device tensors
         only in full mode; never for fake/functional tensors (torch.compile tracing)."""
-        if not isinstance(value, torch.Tensor):
-            return False
-        if type(value) is not torch.Tensor and not isinstance(value, torch.nn.Parameter):
-            return False
-        if value.device.type in HOST_DEVICES:
+        if type(value) is not _Tensor and not isinstance(value, _Parameter):
+            return False  # not a tensor, or a tensor subclass (FakeTensor, FunctionalTensor)
+        if value.is_cpu:  # cheap; device.type costs ~0.3 us
+            return "cpu" in HOST_DEVICES or self.full
+        device = value.device.type
+        if device in HOST_DEVICES:
             return True
-        return self.full and value.device.type != "meta"
+        return self.full and device != "meta"
 
     def int_list(self, value) -> Optional[List[int]]:
         """A length list as Python ints, or None when absent or not readable in this mode."""
@@ -70,7 +91,7 @@ class Call:
         if isinstance(value, torch.Tensor):
             if not self.readable(value) or value.is_floating_point():
                 return None
-            return [int(v) for v in value.reshape(-1).tolist()]
+            return value.tolist() if value.dim() == 1 else value.reshape(-1).tolist()
         try:
             return [int(v) for v in value]
         except (TypeError, ValueError):  # SymInts under tracing

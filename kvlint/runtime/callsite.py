@@ -5,6 +5,8 @@ import os
 import sys
 from typing import Optional, Tuple
 
+from torch.nn import Module
+
 _SKIP_PACKAGES = ("kvlint", "torch", "torch_npu", "cann_ops_transformer", "torchair", "functools",
                   "contextlib", "_pytest", "pluggy")
 _skip_dirs: Optional[Tuple[str, ...]] = None
@@ -31,7 +33,7 @@ def reset() -> None:
 
 def user_frame(depth: int = 2):
     """The first frame outside the skipped packages, or None."""
-    skip = _dirs()
+    skip = _skip_dirs or _dirs()
     frame = sys._getframe(depth)
     while frame is not None:
         filename = frame.f_code.co_filename
@@ -49,16 +51,15 @@ def describe(frame) -> str:
 
 def layer_key(frame, limit: int = 8):
     """What identifies "one layer" for the kv_len discipline: the nearest calling torch.nn.Module
-    (its `self`), else the call site. Walks at most `limit` user frames."""
-    import torch
-
-    site = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    (its `self`), else the call site. Walks at most `limit` user frames; reads `f_locals` only
+    of frames whose first argument is `self`."""
+    site = frame
     while frame is not None and limit:
         code = frame.f_code
         if code.co_argcount and code.co_varnames[0] == "self":
             owner = frame.f_locals.get("self")
-            if isinstance(owner, torch.nn.Module):
+            if isinstance(owner, Module):
                 return ("module", id(owner))
         frame = frame.f_back
         limit -= 1
-    return ("site", site)
+    return ("site", (site.f_code.co_filename, site.f_lineno) if site is not None else None)

@@ -124,37 +124,30 @@ def _report(findings: List[Finding]) -> None:
             warnings.warn(ContractWarning(finding.message), stacklevel=4)
 
 
-class _Given:
-    """`name in call.given`: did the caller pass this argument (positionally or by keyword)?"""
-
-    __slots__ = ("kwargs", "positional")
-
-    def __init__(self, kwargs, positional):
-        self.kwargs, self.positional = kwargs, positional
-
-    def __contains__(self, name) -> bool:
-        return name in self.kwargs or name in self.positional
-
-
 def _wrap(original, spec: _Spec):
     contracts = spec.contracts
+    positional, defaults, op, name = spec.positional, spec.defaults, spec.op, spec.name
 
     def guarded(*args, **kwargs):
-        handles = _handles
-        if handles:
-            bound = dict(spec.defaults)
-            bound.update(zip(spec.positional, args))
-            bound.update(kwargs)
-            call = Call(spec.op, spec.name, bound, _Given(kwargs, spec.positional[:len(args)]),
-                        handles[-1].checks == "full")
+        if _handles:
+            try:
+                full = _handles[-1].checks == "full"
+            except IndexError:  # the last handle closed on another thread meanwhile
+                return original(*args, **kwargs)
+            bound = defaults.copy()
+            if args:
+                bound.update(zip(positional, args))
+            if kwargs:
+                bound.update(kwargs)
+            call = Call(op, name, bound, kwargs, positional, len(args), full)
             for contract in contracts:
                 try:
                     contract(call)
+                except ContractError:
+                    raise
                 except Exception as exc:  # a contract must never break the user's call
-                    if isinstance(exc, ContractError):
-                        raise
                     warnings.warn(f"kvlint: contract {contract.__name__} could not check this "
-                                  f"{spec.name} call ({type(exc).__name__}: {exc}); skipped", RuntimeWarning,
+                                  f"{name} call ({type(exc).__name__}: {exc}); skipped", RuntimeWarning,
                                   stacklevel=3)
             if call.findings:
                 _report(call.findings)

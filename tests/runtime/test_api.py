@@ -178,7 +178,7 @@ def test_a_crashing_contract_does_not_break_the_call(monkeypatch):
     from kvlint.runtime.contracts import fa
 
     q, k, v = qkv()
-    monkeypatch.setattr(fa, "_data", lambda: 1 / 0)
+    monkeypatch.setattr(fa, "QUERY_DTYPES", None)  # the dtypes contract now raises TypeError
     with kvlint.patch(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out, _ = FA(q, k, v, **GOOD)

@@ -25,11 +25,21 @@ def _load() -> None:
         _loaded = True
 
 
+# The order contracts run in, whatever order their modules were imported in: the FA view
+# first (fa.fa_view sets call.view for the rest), the writers' slot values last.
+_MODULE_ORDER = ("fa", "kvlen", "paged", "writers")
+
+
+def _rank(fn) -> int:
+    module = fn.__module__.rsplit(".", 1)[-1]
+    return _MODULE_ORDER.index(module) if module in _MODULE_ORDER else len(_MODULE_ORDER)
+
+
 def contracts_for(op) -> List[Callable]:
     from kvlint.runtime.guard import _base_name
 
     _load()
-    return list(_REGISTRY.get(_base_name(op.name), ()))
+    return sorted(_REGISTRY.get(_base_name(op.name), ()), key=_rank)  # stable: registration order within a module
 
 
 def registered() -> Dict[str, List[Callable]]:

@@ -26,42 +26,48 @@ def reset() -> None:
         _state.clear()
 
 
-def _observe(call: Call, arg: str, tensor: torch.Tensor, layer) -> None:
-    key = (call.name, arg)
-    ident = (id(tensor), tensor.data_ptr())
+def _observe(key, tensor: torch.Tensor, layer):
+    """Record that `layer` saw `tensor` for (operator, argument) `key`; return (old, new) version
+    when it was mutated in place since an earlier layer of the same step, else None."""
     version = tensor._version
-    with _lock:
-        state = _state.get(key)
-        if state is None or state[0] != ident:
-            _state[key] = [ident, version, {layer}]
-            return
-        _, seen_version, layers = state
-        if version == seen_version:
-            if layer in layers:
-                layers.clear()  # a new step, unchanged tensor
-            layers.add(layer)
-            return
-        state[1] = version
-        mutated_mid_step = layer not in layers
-        if not mutated_mid_step:
-            layers.clear()
+    state = _state.get(key)
+    ident = id(tensor)  # with the data pointer; no reference is kept
+    if state is None or state[0] != ident or state[1] != tensor.data_ptr():
+        _state[key] = [ident, tensor.data_ptr(), version, {layer}]
+        return None
+    layers = state[3]
+    if version == state[2]:
+        if layer in layers:
+            layers.clear()  # a new step, unchanged tensor
         layers.add(layer)
-    if mutated_mid_step:
-        call.fail("KV401", arg, "unchanged between the layers of one forward step",
-                  f"mutated in place since the previous layer's call (version {seen_version} -> {version})",
-                  "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
-                  "(advance kv_len once per step, outside model.forward)")
+        return None
+    seen_version, state[2] = state[2], version
+    if layer in layers:  # a new step: the runner advanced the tensor between steps
+        layers.clear()
+        layers.add(layer)
+        return None
+    layers.add(layer)
+    return seen_version, version
 
 
-_TRACKED = contracts_data()["tracked"]
+_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in contracts_data()["tracked"].items()}
+_Tensor = torch.Tensor
 
 
 @contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
     args = call.args
-    tracked = [(n, args[n]) for n in _TRACKED[call.name] if type(args.get(n)) is torch.Tensor]
-    if not tracked:
-        return
-    layer = callsite.layer_key(call.frame())
-    for name, tensor in tracked:
-        _observe(call, name, tensor, layer)
+    layer = None
+    for key in _TRACKED[call.name]:
+        tensor = args.get(key[1])
+        if type(tensor) is not _Tensor:
+            continue
+        if layer is None:  # the frame walk, once per call and only with a tracked tensor
+            layer = callsite.layer_key(call.frame())
+        with _lock:
+            mutated = _observe(key, tensor, layer)
+        if mutated is not None:
+            call.fail("KV401", key[1], "unchanged between the layers of one forward step",
+                      f"mutated in place since the previous layer's call (version {mutated[0]} -> {mutated[1]})",
+                      "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
+                      "(advance kv_len once per step, outside model.forward)")

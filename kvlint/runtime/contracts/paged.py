@@ -3,15 +3,22 @@ block_size, per-request KV lengths. For the FA family (block_table given) and AT
 _npu_paged_attention (block size = the cache's dim 1)."""
 from __future__ import annotations
 
+from itertools import chain
+
 import torch
 
-from kvlint.runtime.call import Call, dtype_name, shape_of
-from kvlint.runtime.contracts import contract
-from kvlint.runtime.contracts.fa import fa_view
+from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
+from kvlint.runtime.contracts import contract, fa  # noqa: F401  (fa_view, which sets call.view, registers first)
 from kvlint.runtime.data import contracts_data
 
 PAGED_FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
                 "npu_incre_flash_attention")
+FA = contracts_data()["fa"]
+ATB_ROLES = contracts_data()["paged_atb"]
+BLOCK_AXIS = {int(rank): axis for rank, axis in FA["paged_cache_block_axis"].items()}
+DECODE_ALIGN = {getattr(torch, name): align for name, align in FA["decode_block_alignment"].items()}
+_Tensor = torch.Tensor
+_chain = chain.from_iterable
 
 
 def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks) -> None:
@@ -30,69 +37,103 @@ def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks) -
                   "the operator does not know how many cached tokens to read")
         return
     values = call.int_list(kv_lens)
+    if values is None:
+        return
     capacity = int(table.shape[1]) * block_size
-    if values is not None:
-        if batch is not None and len(values) != batch:
-            call.fail("KV314", kv_lens_arg, f"one length per request ({batch})", f"{len(values)} entries",
-                      "requests read other requests' lengths")
-            return
-        bad = [v for v in values if v < 0 or v > capacity]
-        if bad:
-            call.fail("KV314", kv_lens_arg, f"per-request lengths in [0, block_table.shape[1] * block_size = "
-                      f"{capacity}]", str(values), "the paged read runs past the request's blocks "
-                      "(cumulative lengths passed where per-request ones are expected?)")
-            return
-    if num_blocks is not None and call.readable(table) and values is not None:
-        for row, kv in zip(table.tolist(), values):
+    if batch is not None and len(values) != batch:
+        call.fail("KV314", kv_lens_arg, f"one length per request ({batch})", f"{len(values)} entries",
+                  "requests read other requests' lengths")
+        return
+    if values and (min(values) < 0 or max(values) > capacity):
+        call.fail("KV314", kv_lens_arg, f"per-request lengths in [0, block_table.shape[1] * block_size = "
+                  f"{capacity}]", str(values), "the paged read runs past the request's blocks "
+                  "(cumulative lengths passed where per-request ones are expected?)")
+        return
+    if num_blocks is not None and call.readable(table):
+        wrong = _used_ids_outside(table, values, block_size, num_blocks)
+        if wrong:
+            call.fail("KV313", "block_table", f"block ids in [0, {num_blocks}) (the cache's blocks)",
+                      f"{wrong[:4]}", "the kernel reads (and the writer wrote) memory outside the cache")
+
+
+def _used_ids_outside(table, kv_lens, block_size, num_blocks):
+    """The block ids a request uses (its first ceil(kv_len / block_size) entries) that are not in
+    [0, num_blocks), in row order; only the first row holding one. Unused entries may be padding."""
+    if table.is_cpu and table.numel() <= SMALL:
+        rows = table.tolist()
+        if not rows or not rows[0] or (min(_chain(rows)) >= 0 and max(_chain(rows)) < num_blocks):
+            return []  # every entry (used or not) is valid: the common case
+        for row, kv in zip(rows, kv_lens):
             used = row[: -(-kv // block_size)] if block_size else row
             wrong = [i for i in used if not 0 <= i < num_blocks]
             if wrong:
-                call.fail("KV313", "block_table", f"block ids in [0, {num_blocks}) (the cache's blocks)",
-                          f"{wrong[:4]}", "the kernel reads (and the writer wrote) memory outside the cache")
-                return
+                return wrong
+        return []
+    rows = min(len(kv_lens), int(table.shape[0]))
+    if not rows or not table.shape[1]:
+        return []
+    table = table[:rows]
+    lo, hi = torch.aminmax(table)
+    if int(lo) >= 0 and int(hi) < num_blocks:
+        return []  # one reduction answers the common case: every entry (used or not) is valid
+    if block_size:
+        used = torch.tensor([-(-kv // block_size) for kv in kv_lens[:rows]], device=table.device)
+        used = torch.arange(table.shape[1], device=table.device) < used[:, None]
+    else:
+        used = torch.ones_like(table, dtype=torch.bool)
+    bad = used & ((table < 0) | (table >= num_blocks))
+    if not bool(bad.any()):
+        return []
+    row = int(bad.any(dim=1).nonzero()[0])
+    return table[row][bad[row]].tolist()
 
 
 @contract(*PAGED_FA_OPS)
 def fa_paged(call: Call) -> None:
-    view = fa_view(call)
+    view = call.view
     if view is None or not view.paged:
         return
-    data = contracts_data()["fa"]
-    bs_arg = view.roles["block_size"]
+    bs_arg = view.roles.block_size
     bs = view.block_size
     if bs == 0:
         call.fail("KV302", bs_arg, "the cache's block size (mandatory with a block_table)", "0 (the default)",
                   "the operator cannot address the paged cache")
         return
     cache = view.k
-    block_axis = data["paged_cache_block_axis"][str(cache.dim())]
-    if int(cache.shape[block_axis]) != bs:
-        call.fail("KV312", bs_arg, f"the cache's block dimension {int(cache.shape[block_axis])} "
+    block_axis = BLOCK_AXIS[cache.dim()]
+    cache_shape = cache.shape
+    if int(cache_shape[block_axis]) != bs:
+        call.fail("KV312", bs_arg, f"the cache's block dimension {int(cache_shape[block_axis])} "
                   f"(dim {block_axis} of {shape_of(cache)})", str(bs),
                   "every block is read with the wrong stride: tokens come from the wrong slots")
         return
     q_seq = view.q_seq if view.q_seq is not None else 2
-    if view.head_dim == data["mla_latent_dim"] and view.query_rope is not None:
-        ok, expected = bs in data["mla_block_sizes"], f"one of {data['mla_block_sizes']} (MLA, D=512)"
+    mla = view.head_dim == FA["mla_latent_dim"] and view.query_rope is not None
+    step, largest = FA["prefill_block_multiple"], FA["max_block_size"]
+    if mla:
+        ok = bs in FA["mla_block_sizes"]
     elif q_seq > 1:
-        step = data["prefill_block_multiple"]
-        ok = step <= bs <= data["max_block_size"] and bs % step == 0
-        expected = f"a multiple of {step} in [{step}, {data['max_block_size']}] (query length > 1)"
+        ok = step <= bs <= largest and bs % step == 0
     else:
-        align = data["decode_block_alignment"].get(dtype_name(view.q.dtype), 16)
-        ok = 0 < bs <= data["max_block_size"] and bs % align == 0
-        expected = f"a multiple of {align} <= {data['max_block_size']} (decode)"
+        align = DECODE_ALIGN.get(view.q.dtype, 16)
+        ok = 0 < bs <= largest and bs % align == 0
     if not ok:
+        if mla:
+            expected = f"one of {FA['mla_block_sizes']} (MLA, D=512)"
+        elif q_seq > 1:
+            expected = f"a multiple of {step} in [{step}, {largest}] (query length > 1)"
+        else:
+            expected = f"a multiple of {align} <= {largest} (decode)"
         call.fail("KV311", bs_arg, expected, str(bs), "the operator rejects the block size")
         return
-    check_table(call, view.block_table, view.batch, bs, view.roles["kv_lens"], int(cache.shape[0]))
+    check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]))
 
 
 @contract("_npu_paged_attention")
 def atb_paged(call: Call) -> None:
-    roles = contracts_data()["paged_atb"][call.name]
+    roles = ATB_ROLES[call.name]
     query, cache, table = call.get(roles["query"]), call.get(roles["cache"]), call.get(roles["block_table"])
-    if not all(isinstance(t, torch.Tensor) for t in (query, cache, table)):
+    if not all(isinstance(t, _Tensor) for t in (query, cache, table)):
         return
     if cache.dim() != 4:
         call.fail("KV312", roles["cache"], "4-D (num_blocks, block_size, kv_heads, head_dim)", shape_of(cache),

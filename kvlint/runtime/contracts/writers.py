@@ -5,11 +5,12 @@ npu_scatter_pa_kv_cache / _npu_reshape_and_cache (KV517), scatter_pa_kv_cache_wi
 scatter_update_ (KV516)."""
 from __future__ import annotations
 
+import collections
 import math
 
 import torch
 
-from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
 from kvlint.runtime.contracts import contract
 from kvlint.runtime.data import contracts_data
 
@@ -18,8 +19,14 @@ WRITERS = ("npu_scatter_pa_kv_cache", "_npu_reshape_and_cache", "scatter_pa_kv_c
 
 
 def _tensors(call: Call, *names):
-    values = [call.get(n) for n in names]
-    return values if all(isinstance(v, torch.Tensor) for v in values) else None
+    """The named arguments, or None unless every one is a tensor."""
+    args, values = call.args, []
+    for name in names:
+        value = args.get(name)
+        if not isinstance(value, torch.Tensor):
+            return None
+        values.append(value)
+    return values
 
 
 @contract("npu_scatter_pa_kv_cache", "_npu_reshape_and_cache")
@@ -38,21 +45,22 @@ def pa_cache_shapes(call: Call) -> None:
             call.fail("KV517", name, "a contiguous 4-D cache", f"{cache.dim()}-D {shape_of(cache)}",
                       "the operator rejects the cache or writes to the wrong offsets")
             return
-    if key.dim() == 3 and int(key.shape[0]) != int(value.shape[0]) or key.dim() == 3 and int(key.shape[1]) != int(value.shape[1]):
-        call.fail("KV517", "value", f"the key's first two dims {tuple(key.shape[:2])}", shape_of(value),
-                  "keys and values of different tokens are paired")
-        return
     if key.dim() != 3:
         return
-    n, d = int(key.shape[1]), int(key.shape[2])
-    mode = call.get("cache_mode", "Norm") if call.name == "npu_scatter_pa_kv_cache" else "Norm"
+    ks, vs, cs = key.shape, value.shape, key_cache.shape
+    if int(ks[0]) != int(vs[0]) or int(ks[1]) != int(vs[1]):
+        call.fail("KV517", "value", f"the key's first two dims {tuple(ks[:2])}", shape_of(value),
+                  "keys and values of different tokens are paired")
+        return
+    n, d = int(ks[1]), int(ks[2])
+    mode = call.args.get("cache_mode", "Norm") if call.name == "npu_scatter_pa_kv_cache" else "Norm"
     if mode == "PA_NZ":
-        last = int(key_cache.shape[3])
-        if int(key_cache.shape[1]) * last != n * d:
+        last = int(cs[3])
+        if int(cs[1]) * last != n * d:
             call.fail("KV517", "key_cache", f"NZ (nb, N*D/{last}, bs, {last}) with N*D = {n * d} "
                       "(cache_mode 'PA_NZ' is the default)", shape_of(key_cache),
                       "an ND cache written as NZ is scrambled (pass cache_mode='Norm' for ND caches)")
-    elif [int(key_cache.shape[2]), int(key_cache.shape[3])] != [n, d]:
+    elif int(cs[2]) != n or int(cs[3]) != d:
         call.fail("KV517", "key_cache", f"(num_blocks, block_size, {n}, {d}) for key {shape_of(key)}",
                   shape_of(key_cache), "tokens are written with the wrong head stride")
 
@@ -225,49 +233,97 @@ def scatter_update(call: Call) -> None:
                       "out-of-range positions are not checked by the operator: memory past the row is overwritten")
 
 
+class _Writer:
+    """One [writers.X] entry of rules/contracts.toml."""
+
+    __slots__ = ("slot", "tokens", "cache", "block_axis", "skip_allowed", "token_dims", "slot_rank_from_tokens")
+
+    def __init__(self, spec: dict):
+        self.slot, self.tokens, self.cache = spec["slot"], spec["tokens"], spec["cache"]
+        self.block_axis = spec["block_axis"]
+        self.skip_allowed = spec["skip_allowed"]
+        self.token_dims = spec.get("token_dims")
+        self.slot_rank_from_tokens = spec.get("slot_rank_from_tokens", False)
+
+
+WRITER_SPECS = {name: _Writer(spec) for name, spec in contracts_data()["writers"].items()}
+SLOT_DTYPES = _dtypes(contracts_data()["slots"]["dtypes"])
+
+
 # Registered last so the writers' own shape checks run first: slot values are only judged
 # against a cache whose shape passed.
 @contract(*WRITERS)
 def slots(call: Call) -> None:
-    spec = contracts_data()["writers"][call.name]
+    spec = WRITER_SPECS[call.name]
     if call.name == "kv_compress_epilog" and call.op.namespace != "cann_ops_transformer":
         return  # other bindings of that name differ (domain 1.11)
-    got = _tensors(call, spec["slot"], spec["tokens"], spec["cache"])
-    if got is None:
+    args = call.args
+    slot, tokens, cache = args.get(spec.slot), args.get(spec.tokens), args.get(spec.cache)
+    if not (isinstance(slot, torch.Tensor) and isinstance(tokens, torch.Tensor) and isinstance(cache, torch.Tensor)):
         return
-    slot, tokens, cache = got
-    arg = spec["slot"]
-    if dtype_name(slot.dtype) not in contracts_data()["slots"]["dtypes"]:
+    arg = spec.slot
+    if slot.dtype not in SLOT_DTYPES:
         call.fail("KV317", arg, "int32 or int64", dtype_name(slot.dtype), "the operator rejects the slots")
         return
-    if "token_dims" in spec:
-        n_tokens = math.prod(int(tokens.shape[d]) for d in spec["token_dims"] if d < tokens.dim())
+    if spec.token_dims is not None:
+        n_tokens = math.prod(int(tokens.shape[d]) for d in spec.token_dims if d < tokens.dim())
         if slot.numel() != n_tokens:
             call.fail("KV317", arg, f"one slot per token ({n_tokens})", f"{slot.numel()} slots",
                       "tokens are written to the wrong slots or not at all")
             return
     else:
-        rank = tokens.dim() - 1 if spec.get("slot_rank_from_tokens") else (2 if tokens.dim() == 4 else 1)
-        expected_shape = [int(s) for s in tokens.shape[:rank]]
-        if [int(s) for s in slot.shape] != expected_shape:
-            call.fail("KV317", arg, f"shape {tuple(expected_shape)} (one slot per token)", shape_of(slot),
+        rank = tokens.dim() - 1 if spec.slot_rank_from_tokens else (2 if tokens.dim() == 4 else 1)
+        expected_shape = tokens.shape[:rank]
+        if slot.shape != expected_shape:
+            call.fail("KV317", arg, f"shape {tuple(int(s) for s in expected_shape)} (one slot per token)", shape_of(slot),
                       "tokens are written to the wrong slots or not at all")
             return
-    mode = call.get("cache_mode") or "default"
-    axis = spec["block_axis"].get(mode, spec["block_axis"].get("default"))
+    mode = args.get("cache_mode") or "default"
+    axis = spec.block_axis.get(mode, spec.block_axis.get("default"))
     if call.findings or axis is None or cache.dim() <= axis or not call.readable(slot):
         return
     num_slots = int(cache.shape[0]) * int(cache.shape[axis])
-    values = slot.reshape(-1)
-    low = -1 if spec["skip_allowed"] else 0
-    bad = values[(values < low) | (values >= num_slots)]
-    if bad.numel():
+    low = -1 if spec.skip_allowed else 0
+    if slot.is_cpu and slot.numel() <= SMALL:
+        bad, duplicates = _slot_errors_small(slot, low, num_slots)
+    else:
+        bad, duplicates = _slot_errors_vectorised(slot, low, num_slots)
+    if bad:
         allowed = f"[{low}, {num_slots - 1}]" + (" (-1 = skip)" if low < 0 else " (-1 is not a skip marker here)")
-        call.fail("KV318", arg, f"slots in {allowed}", f"{bad[:4].tolist()}",
+        call.fail("KV318", arg, f"slots in {allowed}", f"{bad[:4]}",
                   "the kernel writes outside the cache or silently drops the token")
-        return
-    kept = values[values >= 0]
-    if kept.numel() > 1 and torch.unique(kept).numel() != kept.numel():
-        uniq, counts = torch.unique(kept, return_counts=True)
-        call.fail("KV319", arg, "unique slots", f"duplicates {uniq[counts > 1][:4].tolist()}",
+    elif duplicates:
+        call.fail("KV319", arg, "unique slots", f"duplicates {duplicates[:4]}",
                   "two tokens land in one slot: the last writer wins, the other token is lost")
+
+
+def _slot_errors_small(slot, low, num_slots):
+    """(out-of-range slots in order, sorted duplicated slots >= 0) of a small host tensor, in Python."""
+    values = slot.tolist() if slot.dim() == 1 else slot.reshape(-1).tolist()
+    if not values:
+        return [], []
+    lo = min(values)
+    if lo < low or max(values) >= num_slots:
+        return [v for v in values if v < low or v >= num_slots], []
+    kept = [v for v in values if v >= 0] if lo < 0 else values
+    if len(set(kept)) == len(kept):
+        return [], []
+    return [], sorted(v for v, n in collections.Counter(kept).items() if n > 1)
+
+
+def _slot_errors_vectorised(slot, low, num_slots):
+    """The same for big or device tensors: one min/max reduction, one `unique` (device values
+    are read only in full mode; the results cross to the host, not the slots)."""
+    values = slot.reshape(-1)
+    if not values.numel():
+        return [], []
+    lo, hi = torch.stack(torch.aminmax(values)).tolist()
+    if lo < low or hi >= num_slots:
+        return values[(values < low) | (values >= num_slots)][:4].tolist(), []
+    kept = values if lo >= 0 else values[values >= 0]
+    if kept.numel() < 2:
+        return [], []
+    uniq, counts = torch.unique(kept, return_counts=True)
+    if uniq.numel() == kept.numel():
+        return [], []
+    return [], uniq[counts > 1][:4].tolist()
