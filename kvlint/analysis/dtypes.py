@@ -72,16 +72,16 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
 class DtypeInference:
     def __init__(self, tracer: ValueTracer):
         self.tracer = tracer
-        self._memo: Dict[Tuple[int, int, int], List[Optional[str]]] = {}  # infer() is pure: memoised
+        self._memo: Dict[Tuple[int, int, int], tuple] = {}  # infer() is pure: memoised
 
     def infer(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[Optional[str]]:
         """Possible final dtypes of `expr` (one per candidate value)."""
         key = (id(expr), id(at), depth)
-        results = self._memo.get(key)
-        if results is None:
-            results = self._memo[key] = [self._leaf(cand, depth)
-                                         for cand in self.tracer.candidates(expr, at, follow_calls=True)]
-        return list(results)
+        hit = self._memo.get(key)
+        if hit is None:  # the entry holds `expr` and `at` so that their ids stay theirs
+            hit = self._memo[key] = (expr, at, [self._leaf(cand, depth)
+                                                for cand in self.tracer.candidates(expr, at, follow_calls=True)])
+        return list(hit[2])
 
     def construction_sites(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[ast.expr]:
         """The candidate construction expressions (where a fix would go). A device move or

@@ -69,7 +69,7 @@ class ValueTracer:
         self._defs: Optional[Dict[str, ast.AST]] = None
         # candidates() is pure for a given index: memoised, else a chain of names bound to
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
-        self._candidates: Dict[Tuple[int, int, int, bool], List[ast.expr]] = {}
+        self._candidates: Dict[Tuple[int, int, int, bool], Tuple[ast.AST, ast.AST, List[ast.expr]]] = {}
 
     # -- assignment tables ----------------------------------------------------------------
     def assignments(self, scope: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
@@ -179,8 +179,10 @@ class ValueTracer:
         key = (id(expr), id(at), depth, follow_calls)
         hit = self._candidates.get(key)
         if hit is None:
-            hit = self._candidates[key] = self._candidates_uncached(expr, at, depth, follow_calls)
-        return list(hit)
+            # the entry holds `expr` and `at`: a node a rule built on the fly cannot be freed
+            # and its id reused for another node while the memo lives
+            hit = self._candidates[key] = (expr, at, self._candidates_uncached(expr, at, depth, follow_calls))
+        return list(hit[2])
 
     def _candidates_uncached(self, expr: ast.expr, at: ast.AST, depth: int, follow_calls: bool) -> List[ast.expr]:
         if isinstance(expr, ast.IfExp):
