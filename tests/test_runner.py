@@ -87,3 +87,13 @@ def test_cli_jobs_option(tree, capsys, tmp_path):
     assert capsys.readouterr().out == two
     assert main(["check", "--jobs", "0", str(tmp_path)]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_no_process_support_falls_back_to_one_process(tree, monkeypatch):
+    def unavailable(workers):
+        raise OSError(38, "Function not implemented")  # what sem_open gives in some sandboxes
+
+    monkeypatch.setattr(runner, "_pool", unavailable)
+    monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
+    results = runner.check_files(tree, Settings(), jobs=2)
+    assert [r.path for r in results] == tree and sum(len(r.findings) for r in results) == 14
