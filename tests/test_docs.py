@@ -55,3 +55,16 @@ def test_rule_all_and_prefix(capsys):
     assert rows and all(r.startswith("| KV3") for r in rows)
     assert main(["rule", "KV999"]) == 2
     assert "unknown rule code: KV999" in capsys.readouterr().err
+
+
+def test_stale_readme_rule_table_is_detected(tmp_path):
+    module = gen_docs()
+    catalog = load_catalog()
+    for name, text in module.pages(catalog).items():
+        (tmp_path / name).write_text(text)
+    readme = tmp_path / "README.md"
+    current = module.readme_with_table(catalog, (ROOT / "README.md").read_text())
+    readme.write_text(current)
+    assert module.stale(catalog, tmp_path, readme) == []
+    readme.write_text(current.replace("| KV101", "| KV199", 1).replace("[KV101]", "[KV199]", 1))
+    assert module.stale(catalog, tmp_path, readme) == ["README.md"]
