@@ -62,7 +62,8 @@ def test_stale_readme_rule_table_is_detected(tmp_path):
     catalog = load_catalog()
     for name, text in module.pages(catalog).items():
         (tmp_path / name).write_text(text)
-    readme = tmp_path / "README.md"
+    (tmp_path / "top").mkdir()
+    readme = tmp_path / "top" / "README.md"  # docs/rules has a README.md index of its own
     current = module.readme_with_table(catalog, (ROOT / "README.md").read_text())
     readme.write_text(current)
     assert module.stale(catalog, tmp_path, readme) == []
