@@ -20,6 +20,7 @@ INT_MAX = 2147483647
 
 DATA = contracts_data()["fa"]
 LAYOUT_RANK = DATA["layout_rank"]
+LAYOUT_BASE = {layout: layout.split("_")[0] for layout in LAYOUT_RANK}
 HEAD_AXIS = DATA["head_axis"]
 QUERY_DTYPES = _dtypes(DATA["query_dtypes"])
 KV_DTYPES = _dtypes(DATA["kv_dtypes"])
@@ -69,7 +70,7 @@ def fa_view(call: Call) -> None:
         return
     view = FaView()
     view.roles, view.q, view.k, view.v, view.layout = roles, q, k, v, layout
-    view.base = base = layout.split("_")[0]
+    view.base = base = LAYOUT_BASE[layout]
     view.tnd = base in ("TND", "NTD")
     view.block_table = table = args.get(roles.block_table) if roles.block_table else None
     view.paged = paged = isinstance(table, _Tensor)

@@ -2,8 +2,9 @@
 layers must not change between layers. Reads version counters only (no values, no sync).
 
 A step is inferred: each (operator, argument) remembers the tensor it last saw (identity, data
-pointer, `_version`) and which layers saw that version. A layer is the nearest calling
-`torch.nn.Module`, else the call site. Seeing a layer again means a new step began (the runner
+pointer, `_version`) and which layers saw that version. A layer is identified by its own KV cache
+(the data pointer of the cache argument named in rules/contracts.toml [tracked_layer]: no frame
+walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a layer again means a new step began (the runner
 may advance kv_len between steps); a new version seen by a layer that has not yet run in this
 step means the tensor was mutated between two layers of one step."""
 from __future__ import annotations
@@ -51,23 +52,37 @@ def _observe(key, tensor: torch.Tensor, layer):
 
 
 _TRACKED = {name: tuple((name, arg) for arg in args) for name, args in contracts_data()["tracked"].items()}
+_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in contracts_data()["tracked_layer"].items()}
 _Tensor = torch.Tensor
+
+
+def _layer(call: Call):
+    """(scheme, layer key): the layer's own KV cache (its data pointer) when the call passes one,
+    else the nearest calling torch.nn.Module or call site (a frame walk). The two schemes keep
+    separate states: a tensor seen by paged and by non-paged calls is tracked once per scheme."""
+    spec = _LAYER_CACHE.get(call.name)
+    if spec is not None:
+        args = call.args
+        cache = args.get(spec[0])
+        if type(cache) is _Tensor and (spec[1] is None or isinstance(args.get(spec[1]), _Tensor)):
+            pointer = cache.data_ptr()
+            if pointer:
+                return "cache", pointer
+    return "frame", callsite.layer_key(call.frame())
 
 
 @contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
     args = call.args
-    layer = None
-    for key in _TRACKED[call.name]:
-        tensor = args.get(key[1])
-        if type(tensor) is not _Tensor:
-            continue
-        if layer is None:  # the frame walk, once per call and only with a tracked tensor
-            layer = callsite.layer_key(call.frame())
-        with _lock:
-            mutated = _observe(key, tensor, layer)
-        if mutated is not None:
-            call.fail("KV401", key[1], "unchanged between the layers of one forward step",
-                      f"mutated in place since the previous layer's call (version {mutated[0]} -> {mutated[1]})",
-                      "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
-                      "(advance kv_len once per step, outside model.forward)")
+    seen = [(key, tensor) for key in _TRACKED[call.name] if type(tensor := args.get(key[1])) is _Tensor]
+    if not seen:
+        return
+    scheme, layer = _layer(call)
+    with _lock:
+        mutated = [(key[1], change) for key, tensor in seen
+                   if (change := _observe(key + (scheme,), tensor, layer)) is not None]
+    for arg, (before, after) in mutated:
+        call.fail("KV401", arg, "unchanged between the layers of one forward step",
+                  f"mutated in place since the previous layer's call (version {before} -> {after})",
+                  "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
+                  "(advance kv_len once per step, outside model.forward)")

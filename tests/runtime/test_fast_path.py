@@ -1,0 +1,109 @@
+"""The guard's cheap paths: value checks on big tensors (vectorised) agree with the small-tensor
+(Python) path, and the happy path walks no frames when the layer is known by its KV cache."""
+import pytest
+import torch
+
+import kvlint
+import torch_npu
+from kvlint.runtime import callsite
+from kvlint.runtime.call import SMALL
+
+H = torch.float16
+
+
+def _run(fn):
+    try:
+        fn()
+    except (RuntimeError, IndexError, ValueError):
+        pass  # collect mode lets a bad call through; the stand-in may then fail itself
+
+
+def scatter(slots, num_blocks=4):
+    key = torch.randn(len(slots), 2, 16).to(H)
+    cache = torch.zeros(num_blocks, 128, 2, 16, dtype=H)
+    slot = torch.tensor(slots, dtype=torch.int32)
+    return lambda: torch_npu.npu_scatter_pa_kv_cache(key, key.clone(), cache, cache.clone(), slot, cache_mode="Norm")
+
+
+@pytest.mark.parametrize("n", [3, SMALL + 37])
+def test_slot_values_small_and_big(n, collect):
+    ok = list(range(n))
+    assert collect(scatter(ok)) == []
+    assert collect(scatter([-1] * 2 + ok[2:])) == []                     # -1 = skip, repeated: fine
+    assert collect(lambda: _run(scatter(ok[:-1] + [ok[0]]))) == ["KV319"]
+    assert collect(lambda: _run(scatter(ok[:-1] + [512]))) == ["KV318"]  # 4 blocks * 128 slots
+    assert collect(lambda: _run(scatter(ok[:-1] + [-2]))) == ["KV318"]
+
+
+def test_big_slot_messages_match_the_small_ones(collect):
+    def message(slots):
+        collect(lambda: _run(scatter(slots)))
+        return collect.handle.findings[-1].given
+    small_dup, big_dup = [0, 5, 5, 7, 7], list(range(SMALL + 10)) + [5, 7, 7]
+    assert message(small_dup) == message(big_dup) == "duplicates [5, 7]"
+    small_bad, big_bad = [0, 600, 1, 700], list(range(SMALL + 10)) + [600, 700]
+    assert message(small_bad) == message(big_bad) == "[600, 700]"
+
+
+def paged(batch, width, kv_lens, bad=None, pad=None):
+    """Paged decode: `width` blocks per request, ids 0..batch*width-1; optionally one used id
+    replaced by `bad`, and the last (unused) column filled with `pad`."""
+    num_blocks = batch * width
+    table = torch.arange(num_blocks, dtype=torch.int32).reshape(batch, width)
+    if pad is not None:
+        table[:, -1] = pad
+    if bad is not None:
+        table[batch - 1, 0] = bad
+    q, cache = torch.randn(batch, 1, 64).to(H), torch.randn(num_blocks, 128, 32).to(H)
+    return lambda: torch_npu.npu_fused_infer_attention_score(
+        q, cache, cache, num_heads=4, num_key_value_heads=2, scale=0.25, input_layout="BSH", block_table=table,
+        block_size=128, actual_seq_lengths_kv=torch.tensor(kv_lens))
+
+
+@pytest.mark.parametrize("batch, width", [(2, 3), (8, SMALL // 8 + 2)])
+def test_block_ids_small_and_big_tables(batch, width, collect):
+    lens = [130] * batch                                # two blocks used per request
+    assert collect(paged(batch, width, lens)) == []
+    assert collect(paged(batch, width, lens, pad=10 ** 6)) == []     # unused padding: not read
+    assert collect(lambda: _run(paged(batch, width, lens, bad=10 ** 6))) == ["KV313"]
+    assert collect(lambda: _run(paged(batch, width, lens, bad=-3))) == ["KV313"]
+    assert collect.handle.findings[-1].given == "[-3]"  # the used ids outside the cache, in row order
+
+
+def test_paged_happy_path_walks_no_frames(monkeypatch):
+    """The layer is known by its KV cache: neither the user frame nor the module is looked up."""
+    def no_walk(*args):
+        raise AssertionError("frame walk on the happy path")
+    monkeypatch.setattr(callsite, "user_frame", no_walk)
+    monkeypatch.setattr(callsite, "layer_key", no_walk)
+    with kvlint.patch(mode="collect") as handle:
+        paged(2, 3, [130, 3])()
+        scatter([0, 1, 2])()
+    assert handle.findings == []
+
+
+def test_kv401_per_layer_free_functions_are_told_apart_by_their_caches(collect):
+    """Two layers calling FA from the same free-function line, each with its own cache: a length
+    tensor mutated between them is caught; advancing it between steps is not."""
+    q = torch.randn(2, 1, 64).to(H)
+    caches = [torch.randn(4, 128, 32).to(H) for _ in range(2)]
+    table = torch.arange(4, dtype=torch.int32).reshape(2, 2)
+    kv_len = torch.tensor([3, 5])
+
+    def attend(cache):
+        torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, num_key_value_heads=2, scale=0.25,
+                                                  input_layout="BSH", block_table=table, block_size=128,
+                                                  actual_seq_lengths_kv=kv_len)
+
+    def step(bump_inside):
+        for i, cache in enumerate(caches):
+            attend(cache.view(4, 128, 32))  # a fresh view each call, like real model code
+            if bump_inside and i == 0:
+                kv_len.add_(1)
+
+    def run(steps, bump_inside):
+        for _ in range(steps):
+            step(bump_inside)
+            kv_len.add_(1)  # the runner advances kv_len between steps: fine
+    assert collect(lambda: run(3, False)) == []
+    assert collect(lambda: run(1, True)) == ["KV401"]
