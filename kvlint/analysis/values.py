@@ -300,15 +300,7 @@ class ValueTracer:
                     ok = False
             return ok
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict":
-            ok = True
-            for a in expr.args:
-                ok &= self._expand_mapping(a, at, args, conditional, depth + 1, via)
-            for kw in expr.keywords:
-                if kw.arg is None:
-                    ok &= self._expand_mapping(kw.value, at, args, conditional, depth + 1, via)
-                else:
-                    args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw, conditional, via))
-            return ok
+            return self._expand_call_arguments(expr, at, args, conditional, depth, via)
         if isinstance(expr, ast.IfExp):
             a = self._expand_mapping(expr.body, at, args, True, depth + 1, via)
             b = self._expand_mapping(expr.orelse, at, args, True, depth + 1, via)
@@ -316,6 +308,19 @@ class ValueTracer:
         if isinstance(expr, ast.Name):
             return self._expand_named_dict(expr.id, at, args, conditional, depth)
         return False
+
+    def _expand_call_arguments(self, call: ast.Call, at: ast.AST, args: CallArgs, conditional: bool,
+                               depth: int, via: Optional[str]) -> bool:
+        """The keys `dict(m, k=v, **n)` or `d.update(m, k=v, **n)` contributes."""
+        ok = True
+        for a in call.args:
+            ok &= self._expand_mapping(a, at, args, conditional, depth + 1, via)
+        for kw in call.keywords:
+            if kw.arg is None:
+                ok &= self._expand_mapping(kw.value, at, args, conditional, depth + 1, via)
+            else:
+                args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw, conditional, via))
+        return ok
 
     def _expand_named_dict(self, name: str, at: ast.AST, args: CallArgs, conditional: bool, depth: int) -> bool:
         func = self.index.enclosing_function(at)
@@ -349,13 +354,7 @@ class ValueTracer:
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
                 method = node.func.attr
                 if method == "update":
-                    for a in node.args:
-                        ok &= self._expand_mapping(a, node, args, cond, depth + 1, name)
-                    for kw in node.keywords:
-                        if kw.arg is None:
-                            ok &= self._expand_mapping(kw.value, node, args, cond, depth + 1, name)
-                        else:
-                            args.keywords.setdefault(kw.arg, []).append(KeywordArg(kw.arg, kw.value, kw, cond, name))
+                    ok &= self._expand_call_arguments(node, node, args, cond, depth, name)
                 elif method == "setdefault" and node.args and isinstance(node.args[0], ast.Constant):
                     key = node.args[0].value
                     value = node.args[1] if len(node.args) > 1 else ast.Constant(None)

@@ -6,7 +6,7 @@ from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fixes import add_keyword
-from kvlint.checks.missing import omits
+from kvlint.checks.missing import missing_keyword
 from kvlint.checks.operators import FUSED_ATTENTION, SCALE_KEYWORD
 
 # Heuristic HEAD_DIM_NAMES: the names a head dimension goes by in the corpus.
@@ -55,11 +55,8 @@ class MissingScale(Rule):
     operators = FUSED_ATTENTION
 
     def check_call(self, oc, ctx: FileContext):
-        if oc.variant == "workspace":
-            return
-        keyword = SCALE_KEYWORD[oc.name]
-        if omits(oc, ctx, keyword):
-            yield ctx.finding(self.code, oc.call.func,
-                              f"{oc.name} without `{keyword}`: the softmax scale defaults to 1.0, so "
-                              f"the attention is unscaled; pass `{keyword}=head_dim ** -0.5`",
-                              scale_fix(oc.call, keyword, ctx))
+        finding = missing_keyword(self.code, oc, ctx, SCALE_KEYWORD,
+                                  "the softmax scale defaults to 1.0, so the attention is unscaled; "
+                                  "pass `{keyword}=head_dim ** -0.5`", scale_fix)
+        if finding is not None:
+            yield finding

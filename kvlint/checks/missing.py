@@ -15,3 +15,17 @@ def omits(oc: OperatorCall, ctx: FileContext, keyword: str) -> bool:
     if keyword in names and names.index(keyword) < len(args.positional):
         return False
     return True
+
+
+def missing_keyword(rule_code: str, oc: OperatorCall, ctx: FileContext, keyword_by_op, consequence: str,
+                    fix_for=None):
+    """The finding of a rule that reports a keyword left at its schema default, at the
+    callee; `_get_max_workspace` twins are skipped (their result does not depend on it)."""
+    if oc.variant == "workspace":
+        return None
+    keyword = keyword_by_op[oc.name]
+    if not omits(oc, ctx, keyword):
+        return None
+    fix = fix_for(oc.call, keyword, ctx) if fix_for else None
+    return ctx.finding(rule_code, oc.call.func,
+                       f"{oc.name} without `{keyword}`: {consequence.format(keyword=keyword)}", fix)
