@@ -17,6 +17,7 @@ call. The load average is printed before and after: on a busy machine, rerun.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -63,20 +64,15 @@ class NoOpMode(torch.overrides.TorchFunctionMode):
 
 def per_call(fn, number: int, variant: str) -> float:
     """µs per call of `fn` under `variant` (best of 3 timings of `number` calls)."""
-    if variant == "TorchFunctionMode":
+    if variant == "unguarded":
+        context = contextlib.nullcontext()
+    elif variant == "TorchFunctionMode":
         context = NoOpMode()
-    elif variant == "unguarded":
-        context = None
     else:
         context = kvlint.patch(mode="raise", checks=variant)
-    try:
-        if context is not None and variant == "TorchFunctionMode":
-            context.__enter__()
+    with context:
         fn()
         return min(timeit.repeat(fn, number=number, repeat=3)) / number * 1e6
-    finally:
-        if context is not None:
-            context.__exit__(None, None, None)
 
 
 def measure(fn, number: int, rounds: int):
