@@ -7,7 +7,7 @@ import ast
 import re
 import traceback
 import warnings
-from typing import Iterable, List, Optional, Pattern, Sequence
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence
 
 from kvlint.analysis.findings import FileResult, Finding
 from kvlint.analysis.module import ModuleIndex
@@ -69,9 +69,18 @@ class Checker:
         runs) and each of whose `required_words` groups has a word in `data`: the per-rule
         level of the pre-filter."""
         present = {w for w in self._words if w in data}
+        searched: Dict[int, bool] = {}  # one search per pattern object, however many rules share it
+
+        def holds(w) -> bool:
+            if type(w) is bytes:
+                return w in data
+            hit = searched.get(id(w))
+            if hit is None:
+                hit = searched[id(w)] = w.search(data) is not None
+            return hit
+
         return [r for r in self.rules if (not self._rule_words[r.code] or self._rule_words[r.code] & present)
-                and all(any(w in data if type(w) is bytes else w.search(data) for w in group)
-                        for group in self._required[r.code])]
+                and all(any(holds(w) for w in group) for group in self._required[r.code])]
 
     def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
         """`rules`: the rules to run (default: `rules_for(source.data)`)."""

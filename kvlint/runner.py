@@ -154,6 +154,7 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
     breaks the whole pool, failing the chunks still queued: each of those is retried in a
     pool of its own, and the files of a chunk that breaks that one too, one by one."""
     retry: List[List[Tuple[int, str]]] = []
+    _checker(settings)  # built before the fork: forked workers inherit it instead of each loading the catalog
     try:
         pool = _pool(workers)
     except (OSError, ImportError, NotImplementedError):  # no semaphores here (some sandboxes)

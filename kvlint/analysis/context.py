@@ -7,6 +7,7 @@ Every heuristic is named, documented and configurable (`[tool.kvlint]` names in
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Tuple
@@ -57,11 +58,35 @@ def layer_class_words(names: HeuristicNames) -> Tuple[str, ...]:
     return tuple(names.layer_class_words) + ("Attention", "Attn")
 
 
+@lru_cache(maxsize=8)
 def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """PER_LAYER_LOOP needs one of the loop words as a whole name (for the byte pre-filter:
     `h` is in every file, the name `h` is not)."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
     return re.compile(rb"(?<![A-Za-z0-9_])(?:" + words + rb")(?![A-Za-z0-9_])")
+
+
+# The in-place tensor methods KV401 treats as a write of the tensor they are called on.
+INPLACE_METHODS = frozenset({
+    "add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "index_put_", "index_add_",
+    "index_copy_", "index_fill_", "scatter_", "scatter_add_", "masked_fill_", "masked_scatter_",
+    "clamp_", "append", "extend",
+})
+
+
+@lru_cache(maxsize=8)
+def kv_length_write_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
+    """A KV_LENGTH_NAMES name being written (for the byte pre-filter of the rules that report
+    only such writes): `kv_len += 1`, `m.seq_lens[i] = x`, `self.kv_len: T = x`,
+    `kv_len.add_(1)`. Each name is matched as written and in upper case (measured: 3x faster
+    than IGNORECASE with a look-behind, the same files over both real code bases)."""
+    variants = sorted({v for w in names.kv_length_names for v in (w, w.upper())}, key=len, reverse=True)
+    words = b"|".join(re.escape(w.encode()) for w in variants)
+    methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
+    subscripts = rb"\s*(?:\[[^\]\n]*\]\s*)*"
+    store = rb"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
+    call = rb"\.\s*(?:" + methods + rb")\s*\("
+    return re.compile(rb"\b(?:" + words + rb")\b" + subscripts + rb"(?:" + store + rb"|" + call + rb")")
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:

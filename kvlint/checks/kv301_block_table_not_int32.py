@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional, Tuple
 
 from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
@@ -12,6 +13,9 @@ from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.operators import PAGED_READERS
 
 BLOCK_TABLE_NAMES = ("block_table", "block_tables")
+# For the byte pre-filter: an assignment to one of those names, attributes or dict entries.
+BLOCK_TABLE_WRITE = re.compile(
+    rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?\s*(?::[^=\n]*)?=(?!=)")
 # Heuristic INDEXING_ONLY_USES: an int64 table used only through these is an index, not an
 # operator input (torch indexing wants int64).
 INDEXING_USES = ("index_select", "gather", "take", "take_along_dim", "index_put", "index_put_", "scatter")
@@ -85,6 +89,10 @@ class BlockTableNotInt32(Rule):
     code = "KV301"
     operators = PAGED_READERS
     trigger_words = BLOCK_TABLE_NAMES
+
+    def required_words(self, settings):
+        # necessary: a paged operator call (check_call) or a block_table assignment (check_module)
+        return ((*PAGED_READERS, BLOCK_TABLE_WRITE),)
 
     def check_call(self, oc, ctx: FileContext):
         for value in ctx.args(oc.call).values("block_table"):

@@ -4,16 +4,11 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from kvlint.analysis.context import layer_class_words, layer_loop_pattern
+from kvlint.analysis.context import INPLACE_METHODS, kv_length_write_pattern, layer_class_words, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 
-INPLACE_METHODS = frozenset({
-    "add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "index_put_", "index_add_",
-    "index_copy_", "index_fill_", "scatter_", "scatter_add_", "masked_fill_", "masked_scatter_",
-    "clamp_", "append", "extend",
-})
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
                          "empty", "cat", "stack", "zeros_like", "ones_like", "new_zeros", "new_tensor",
@@ -38,7 +33,8 @@ class KvLenMutatedInLayer(Rule):
 
     def required_words(self, settings):
         # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)
-        return ((*layer_class_words(settings.names), layer_loop_pattern(settings.names)),)
+        return ((*layer_class_words(settings.names), layer_loop_pattern(settings.names)),
+                (kv_length_write_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
         idx = ctx.index

@@ -2,7 +2,7 @@
 (docs: rules/codes/KV402.toml)."""
 import ast
 
-from kvlint.analysis.context import layer_loop_pattern
+from kvlint.analysis.context import kv_length_write_pattern, layer_loop_pattern
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
@@ -33,7 +33,8 @@ class LengthsRederivedPerLayer(Rule):
     trigger_words = KvLenMutatedInLayer.trigger_words
 
     def required_words(self, settings):
-        return ((layer_loop_pattern(settings.names),),)  # necessary: a PER_LAYER_LOOP (pre-filter)
+        # necessary: a PER_LAYER_LOOP and a write of a length name (pre-filter)
+        return ((layer_loop_pattern(settings.names),), (kv_length_write_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
         kv401 = KvLenMutatedInLayer()
