@@ -1,0 +1,34 @@
+"""The byte patterns that let KV301/KV401/KV402 skip a file before parsing it: every write the
+rules report must match, reads must not (or the pre-filter saves nothing)."""
+import pytest
+
+from kvlint.analysis.context import HeuristicNames, kv_length_write_pattern
+from kvlint.checks.kv301_block_table_not_int32 import BLOCK_TABLE_WRITE
+
+WRITE = kv_length_write_pattern(HeuristicNames())
+
+
+@pytest.mark.parametrize("text", [
+    "kv_len += 1", "self.kv_len = self.kv_len + 1", "m.seq_lens[i] = x", "seq_lens [0][1] = 2",
+    "self.kv_len: int = 3", "kv_len.add_(1)", "kv_len[0].add_(1)", "slot_mapping.copy_ (x)",
+    "KV_LEN = 2", "attn_metadata.actual_seq_lengths_kv //= 2", "context_lens.append(3)",
+])
+def test_kv_length_writes_match(text):
+    assert WRITE.search(text.encode())
+
+
+@pytest.mark.parametrize("text", [
+    "x = kv_len + 1", "if kv_len == 1:", "my_kv_len = 1", "kv_len_total = 3", "f(kv_len)",
+    "kv_len.clone()",
+])
+def test_kv_length_reads_do_not_match(text):
+    assert not WRITE.search(text.encode())
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("block_table = x", True), ("self.block_tables: T = x", True), ('md["block_table"] = x', True),
+    ("d['block_tables']=x", True), ("if block_table == x:", False), ("block_table.to(x)", False),
+    ("my_block_table = 1", False),
+])
+def test_block_table_writes(text, hit):
+    assert bool(BLOCK_TABLE_WRITE.search(text.encode())) is hit
