@@ -43,3 +43,14 @@ def test_catalog_codes_match_file_names_and_have_a_checker():
     for code, info in catalog.rules.items():
         if "static" in info.checked and code not in ("KV000", "KV900"):
             assert code in static_codes, f"{code} says it is checked statically but has no rule"
+
+
+def test_all_rules_is_complete_even_after_one_rule_module_was_imported_directly():
+    import subprocess
+    import sys
+
+    code = ("import kvlint.checks.kv301_block_table_not_int32\n"
+            "from kvlint.checks import all_rules\n"
+            "print(len(all_rules()))")
+    direct = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert int(direct.stdout) == len(all_rules()) > 20

@@ -23,9 +23,16 @@ def _load_rule_modules() -> None:
             importlib.import_module(f"{__name__}.{info.name}")
 
 
+_LOADED = False
+
+
 def all_rules() -> List[Rule]:
-    if not _REGISTRY:
+    """Every rule, with every rule module imported first: a registry that merely is not
+    empty (one rule module imported directly) is not complete."""
+    global _LOADED
+    if not _LOADED:
         _load_rule_modules()
+        _LOADED = True
     return [_REGISTRY[code]() for code in sorted(_REGISTRY)]
 
 
