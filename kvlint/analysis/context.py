@@ -54,16 +54,24 @@ class HeuristicNames:
 
 
 def layer_class_words(names: HeuristicNames) -> Tuple[str, ...]:
-    """LAYER_CLASS needs one of these in the class name (for the byte pre-filter)."""
+    """LAYER_CLASS needs one of these in the class name."""
     return tuple(names.layer_class_words) + ("Attention", "Attn")
 
 
 @lru_cache(maxsize=8)
+def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
+    """For the byte pre-filter: a `class` statement whose name holds a LAYER_CLASS word (the
+    heuristic looks at nothing else)."""
+    words = b"|".join(re.escape(w.encode()) for w in sorted(set(layer_class_words(names))))
+    return re.compile(rb"\bclass[ \t]+\w*(?:" + words + rb")")
+
+
+@lru_cache(maxsize=8)
 def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
-    """PER_LAYER_LOOP needs one of the loop words as a whole name (for the byte pre-filter:
-    `h` is in every file, the name `h` is not)."""
+    """For the byte pre-filter: a `for ... in ...<loop word>` header (PER_LAYER_LOOP reads the
+    loop's iterable only; `h` is in every file, a loop over a name `h` is not)."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
-    return re.compile(rb"(?<![A-Za-z0-9_])(?:" + words + rb")(?![A-Za-z0-9_])")
+    return re.compile(rb"\bfor\b[^\n]*?\bin\b[^\n]*?\b(?:" + words + rb")\b")
 
 
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.

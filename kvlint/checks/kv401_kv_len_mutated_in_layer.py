@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from kvlint.analysis.context import INPLACE_METHODS, kv_length_write_pattern, layer_class_words, layer_loop_pattern
+from kvlint.analysis.context import INPLACE_METHODS, kv_length_write_pattern, layer_class_pattern, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
@@ -33,7 +33,7 @@ class KvLenMutatedInLayer(Rule):
 
     def required_words(self, settings):
         # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)
-        return ((*layer_class_words(settings.names), layer_loop_pattern(settings.names)),
+        return ((layer_class_pattern(settings.names), layer_loop_pattern(settings.names)),
                 (kv_length_write_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):

@@ -4,7 +4,7 @@ import ast
 import re
 from typing import Optional
 
-from kvlint.analysis.context import layer_class_words
+from kvlint.analysis.context import layer_class_pattern
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 
@@ -30,7 +30,7 @@ class TensorParamAugmentedInLayer(Rule):
     def required_words(self, settings):
         # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`
         # and a LAYER_CLASS name (see Context.layer_class)
-        return (("+=", "-=", "*=", "/="), layer_class_words(settings.names))
+        return (("+=", "-=", "*=", "/="), (layer_class_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
         for node in ctx.index.aug_assigns:
