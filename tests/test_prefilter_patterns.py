@@ -32,3 +32,25 @@ def test_kv_length_reads_do_not_match(text):
 ])
 def test_block_table_writes(text, hit):
     assert bool(BLOCK_TABLE_WRITE.search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("class DecoderLayer(nn.Module):", True), ("class Qwen3MoeAttention:", True),
+    ("class TransformerBlockV2(Base):", True), ("class  MyAttn:", True),
+    ("class Runner:", False), ("layer = Layer()", False), ("# the Attention class", False),
+])
+def test_layer_class_statement(text, hit):
+    from kvlint.analysis.context import layer_class_pattern
+
+    assert bool(layer_class_pattern(HeuristicNames()).search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("for layer in self.layers:", True), ("for i, layer in enumerate(self.model.layers):", True),
+    ("for blk in self.blocks[1:]:", True), ("for block in h:", True),
+    ("h = x + 1", False), ("self.layers = nn.ModuleList()", False), ("for x in items:", False),
+])
+def test_per_layer_loop_header(text, hit):
+    from kvlint.analysis.context import layer_loop_pattern
+
+    assert bool(layer_loop_pattern(HeuristicNames()).search(text.encode())) is hit
