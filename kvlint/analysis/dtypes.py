@@ -83,6 +83,10 @@ class DtypeInference:
                                                 for cand in self.tracer.candidates(expr, at, follow_calls=True)])
         return list(hit[2])
 
+    def dtype_of_construction(self, site: ast.expr) -> Optional[str]:
+        """The final dtype of one construction expression (a site from `construction_sites`)."""
+        return self._leaf(site, 0)
+
     def construction_sites(self, expr: ast.expr, at: Optional[ast.AST] = None, depth: int = 0) -> List[ast.expr]:
         """The candidate construction expressions (where a fix would go). A device move or
         other dtype-keeping call on a name (`return mask.to(device)`) leads to the name's own

@@ -38,7 +38,7 @@ class FloatMask(Rule):
 
     def check_call(self, oc, ctx: FileContext):
         for site in mask_constructions(oc, ctx):
-            if ctx.dtypes._leaf(site, 0) == "float":
+            if ctx.dtypes.dtype_of_construction(site) == "float":
                 yield ctx.finding(self.code, site,
                                   f"this mask reaches {oc.name}'s `atten_mask` (line {oc.call.lineno}) "
                                   f"as a floating tensor: only bool, int8 and uint8 masks are accepted "

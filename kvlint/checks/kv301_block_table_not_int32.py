@@ -31,7 +31,7 @@ def is_test_file(path: str) -> bool:
 
 
 def construction_dtype(site: ast.expr, ctx: FileContext) -> Optional[str]:
-    dtype = ctx.dtypes._leaf(site, 0)
+    dtype = ctx.dtypes.dtype_of_construction(site)
     if dtype is None and _is_untyped_tensor_call(site):
         # Heuristic TENSOR_FROM_PYTHON_INTS: torch.tensor(ids) without dtype holds int64
         return "int64"
