@@ -64,13 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def validate_codes(codes: Sequence[str]) -> None:
-    known = set(load_catalog().rules) | {"KV000"}
-    for c in codes:
-        if c != "ALL" and not any(k.startswith(c) for k in known):
-            raise UsageError(f"unknown rule code or prefix: {c}")
-
-
 def run_check(args) -> int:
     from kvlint.commands.check import run
     from kvlint.config import ConfigError

@@ -159,6 +159,3 @@ class ModuleIndex:
         col = self.char_col(line, node.col_offset)
         end_col = self.char_col(end_line, getattr(node, "end_col_offset", None) or node.col_offset)
         return line, col, end_line, end_col
-
-    def text_of(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source.text, node) or ""

@@ -84,13 +84,6 @@ class OperatorResolver:
                 return OperatorCall(call, op, variant, receiver)
         return None
 
-    def namespace_of(self, expr: ast.expr, at: ast.AST) -> Optional[str]:
-        """The catalog namespace `expr` is bound to (e.g. `self.fa_ops`), or None."""
-        for q in self._qualify(expr, at, depth=0):
-            if q in NAMESPACE_PREFIXES:
-                return NAMESPACE_PREFIXES[q]
-        return None
-
     # -- internals ----------------------------------------------------------------------
     def _maybe_alias_name(self, func: ast.expr) -> bool:
         """A plain name or `self.attr` may be bound to an operator object in the function or
