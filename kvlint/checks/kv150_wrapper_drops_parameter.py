@@ -227,13 +227,16 @@ def _is_name(node: ast.AST, name: str) -> bool:
     return dotted_name(node) == name
 
 
+def _none_compare(test: ast.expr, name: str, op: type) -> bool:
+    """`name is None` (op=ast.Is) / `name is not None` (op=ast.IsNot)."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_name(test.left, name) \
+        and isinstance(test.ops[0], op) and isinstance(test.comparators[0], ast.Constant) \
+        and test.comparators[0].value is None
+
+
 def _tests_set(test: ast.expr, name: str) -> bool:
     """True whenever `name` holds a value: `name`, `name is not None`, `... or name is not None`."""
-    if _is_name(test, name):
-        return True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_name(test.left, name) \
-            and isinstance(test.ops[0], ast.IsNot) and isinstance(test.comparators[0], ast.Constant) \
-            and test.comparators[0].value is None:
+    if _is_name(test, name) or _none_compare(test, name, ast.IsNot):
         return True
     return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and any(_tests_set(v, name) for v in test.values)
 
@@ -242,8 +245,6 @@ def _tests_unset(test: ast.expr, name: str) -> bool:
     """True only when `name` is None: `name is None`, `not name`, `name is None and ...`."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_name(test.operand, name):
         return True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_name(test.left, name) \
-            and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant) \
-            and test.comparators[0].value is None:
+    if _none_compare(test, name, ast.Is):
         return True
     return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(_tests_unset(v, name) for v in test.values)
