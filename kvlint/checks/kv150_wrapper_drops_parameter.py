@@ -115,13 +115,16 @@ class WrapperDropsParameter(Rule):
                                   f"{', '.join(str(c.call.lineno) for c in calls)}): the caller's value "
                                   f"is silently dropped; pass it through (or remove the parameter)")
                 continue
+            branch = "PER_CALL_SCALE" if concept == "scale" else "PER_CALL_MASK"
+            if not ctx.branch_on(self.code, branch):
+                continue
             for c in open_calls:
                 if c in reached or not self._drops_here(c, reached, concept, ctx):
                     continue
-                yield ctx.finding(self.code, c.call.func,
-                                  f"`{name}` of `{func.name}` reaches the {reached[0].name} call at line "
-                                  f"{reached[0].call.lineno} but not this one: on this path the caller's "
-                                  f"{concept} is silently dropped; pass `{name}` here too")
+                text = (f"`{name}` of `{func.name}` reaches the {reached[0].name} call at line "
+                        f"{reached[0].call.lineno} but not this one: on this path the caller's "
+                        f"{concept} is silently dropped; pass `{name}` here too")
+                yield ctx.finding(self.code, c.call.func, text, branch=branch)
 
     @staticmethod
     def _first_op_call(oc, func, ctx: FileContext) -> bool:
