@@ -7,8 +7,8 @@ from kvlint.analysis.dtypes import dtype_of_expr
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.facts import load_facts
 from kvlint.checks.kv222_mask_cast_to_bool import KEEPING, MaskCastToBool
+from kvlint.facts import load_facts
 from kvlint.checks.roles import role_values
 
 MASK_READERS = load_facts().family("mask_readers")
