@@ -20,7 +20,7 @@ import torch
 from kvlint.catalog import load_catalog
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
-from kvlint.runtime.contracts import contracts_for
+from kvlint.runtime.registry import base_name as _base_name, contracts_for
 from kvlint.runtime.errors import ContractError, ContractWarning, Finding
 
 MODES = ("raise", "warn", "collect")
@@ -66,12 +66,6 @@ class _Spec:
         self.positional = tuple(p.name for p in op.params if p.kind == "positional")
         self.defaults = {p.name: p.default for p in op.params if not p.required}
         self.contracts = contracts
-
-
-def _base_name(name: str) -> str:
-    if name.startswith("_") and name.endswith("_get_max_workspace"):
-        return name[1:-len("_get_max_workspace")]
-    return name
 
 
 def _import_operator_packages() -> None:
@@ -179,7 +173,7 @@ def _uninstall() -> None:
     while _saved:
         target, original = _saved.pop()
         target._op = original
-    from kvlint.runtime.contracts import kvlen
+    from kvlint.runtime.families.kvlen import contracts as kvlen
 
     kvlen.reset()
 

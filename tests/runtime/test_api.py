@@ -175,7 +175,7 @@ def test_unrelated_ops_are_untouched():
 
 
 def test_a_crashing_contract_does_not_break_the_call(monkeypatch):
-    from kvlint.runtime.contracts import fa
+    from kvlint.runtime.families.fa import contracts as fa
 
     q, k, v = qkv()
     monkeypatch.setattr(fa, "QUERY_DTYPES", None)  # the dtypes contract now raises TypeError

@@ -222,7 +222,7 @@ def test_epilog_mode2_group(collect):
 
 
 def test_kv_cache_col_matches_the_seed():
-    from kvlint.runtime.contracts.writers import kv_cache_col
+    from kvlint.runtime.families.cache_write.contracts import kv_cache_col
     from kvlint.runtime.data import contracts_data
 
     data = contracts_data()["kv_compress_epilog"]

@@ -15,7 +15,7 @@ import torch
 
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
-from kvlint.runtime.contracts import contract
+from kvlint.runtime.registry import contract
 from kvlint.runtime.data import contracts_data
 
 _state: dict = {}

@@ -8,7 +8,8 @@ from itertools import chain
 import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
-from kvlint.runtime.contracts import contract, fa  # noqa: F401  (fa_view, which sets call.view, registers first)
+from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
+from kvlint.runtime.registry import contract
 from kvlint.runtime.data import contracts_data
 
 PAGED_FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",

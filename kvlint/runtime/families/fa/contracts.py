@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 
 from kvlint.runtime.call import Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.contracts import contract
+from kvlint.runtime.registry import contract
 from kvlint.runtime.data import contracts_data
 
 FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",

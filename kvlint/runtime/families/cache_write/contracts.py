@@ -11,7 +11,7 @@ import math
 import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.contracts import contract
+from kvlint.runtime.registry import contract
 from kvlint.runtime.data import contracts_data
 
 WRITERS = ("npu_scatter_pa_kv_cache", "_npu_reshape_and_cache", "scatter_pa_kv_cache_with_k_scale",
