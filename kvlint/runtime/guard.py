@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from kvlint.catalog import load_catalog
+from kvlint.facts import load_facts
 from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Finding
@@ -34,7 +35,7 @@ from kvlint.runtime.registry import base_name as _base_name, contracts_for
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
-OPERATOR_PACKAGES = ("torch_npu", "cann_ops_transformer")
+OPERATOR_PACKAGES = load_facts().namespaces.packages
 
 _lock = threading.RLock()
 _open: List["GuardHandle"] = []            # every open handle, in opening order (any context)

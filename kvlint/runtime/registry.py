@@ -53,9 +53,9 @@ def _rank(fn) -> int:
 
 def base_name(name: str) -> str:
     """`_X_get_max_workspace` is checked as X (same arguments, same contracts)."""
-    if name.startswith("_") and name.endswith("_get_max_workspace"):
-        return name[1:-len("_get_max_workspace")]
-    return name
+    from kvlint.facts import load_facts
+
+    return load_facts().namespaces.base_name(name)
 
 
 def contracts_named(name: str) -> List[Callable]:
