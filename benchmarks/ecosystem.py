@@ -76,6 +76,12 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "serving engine (the .py files)"),
     Snapshot("Ascend", "MindSpeed", "028de58ca629d035185b00ff7d1eb7eff4f7fd48",
              "training: context parallel, fused attention"),
+    Snapshot("Ascend", "MindSpeed-LLM", "c77308a14bfcb1aa7ca61da9c1aa24a893cb1b91",
+             "LLM training: FSDP2 models, ulysses/ring context parallel"),
+    Snapshot("Ascend", "MindSpeed-MM", "57069cd55a8ab16d5affe379a2e2c5f0a4d962b9",
+             "multimodal and diffusion training/inference (the .py files)"),
+    Snapshot("DeepLink-org", "dlinfer", "a50184e3734e5799bd4cec484d3a2ac46a36ae86",
+             "LMDeploy's Ascend vendor ops"),
 )
 
 
