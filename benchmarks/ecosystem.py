@@ -82,6 +82,8 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "multimodal and diffusion training/inference (the .py files)"),
     Snapshot("DeepLink-org", "dlinfer", "a50184e3734e5799bd4cec484d3a2ac46a36ae86",
              "LMDeploy's Ascend vendor ops"),
+    Snapshot("PKU-YuanGroup", "Open-Sora-Plan", "f7fa604f4e3a523d6b973e4c89a5620ed1aff65a",
+             "video diffusion with an NPU attention path (the .py files)"),
 )
 
 
