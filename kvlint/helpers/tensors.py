@@ -1,5 +1,5 @@
-"""Shared by the cache-write rules (KV330-KV349, KV501-KV509): an operator argument by its
-schema name, and what a cache argument visibly is (an NZ view, a literal last dim)."""
+"""What a tensor argument visibly is: the dims of the factory call or view that builds it,
+an NZ view, a literal last dim (shared by the mask and cache-write rules)."""
 from __future__ import annotations
 
 import ast
@@ -7,22 +7,13 @@ import re
 from typing import List, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
-from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
 
 RESHAPES = ("view", "reshape")
+TORCH_FACTORIES = ("zeros", "ones", "empty", "randn", "rand", "full")
 # NZ_VIEW: the fractal last dim of an NZ cache (16 for fp16/bf16, 32 for int8).
 NZ_LAST_DIMS = (16, 32)
 _NZ_NAME = re.compile(r"(^|_)nz($|_)", re.IGNORECASE)
-
-
-def arg_values(oc: OperatorCall, ctx: FileContext, name: str) -> List[ast.expr]:
-    """The expressions passed for schema parameter `name`, positionally or by keyword."""
-    args = ctx.args(oc.call)
-    names = [p.name for p in oc.operator.positional_params]
-    if name in names and names.index(name) < len(args.positional):
-        return [args.positional[names.index(name)]]
-    return args.values(name)
 
 
 def reshape_dims(expr: ast.expr) -> Optional[List[ast.expr]]:
@@ -63,7 +54,7 @@ def literal_last_dim(expr: ast.expr, ctx: FileContext) -> Optional[int]:
     literal sizes or a `.view(..., n)`), when every candidate agrees; else None."""
     widths = set()
     for cand in ctx.values.candidates(expr, expr, follow_calls=True):
-        dims = reshape_dims(cand) or _factory_dims(cand)
+        dims = reshape_dims(cand) or _torch_factory_dims(cand)
         if not dims:
             return None
         v = ctx.values.int_value(dims[-1], dims[-1])
@@ -73,24 +64,38 @@ def literal_last_dim(expr: ast.expr, ctx: FileContext) -> Optional[int]:
     return widths.pop() if len(widths) == 1 else None
 
 
-def _factory_dims(expr: ast.expr) -> Optional[List[ast.expr]]:
-    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+def factory_dims(call: ast.expr) -> Optional[List[ast.expr]]:
+    """The size expressions of a factory call (`ones(2, 3)`, `zeros((2, 3))`, `empty(size=(2, 3))`,
+    `full((2, 3), v)`), else None. The caller knows the call is a factory."""
+    if not isinstance(call, ast.Call):
         return None
-    if dotted_name(expr.func.value) not in ("torch",) or expr.func.attr not in (
-            "zeros", "ones", "empty", "randn", "rand", "full"):
-        return None
-    args = expr.args[:1] if expr.func.attr == "full" else expr.args
+    size_kw = next((k.value for k in call.keywords if k.arg == "size"), None)
+    fname = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    args = call.args[:1] if fname == "full" else call.args
+    if size_kw is not None:
+        return list(size_kw.elts) if isinstance(size_kw, (ast.Tuple, ast.List)) and size_kw.elts else None
     if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
-        return list(args[0].elts)
+        return list(args[0].elts) or None
     if args and not any(isinstance(a, ast.Starred) for a in args):
         return list(args)
     return None
 
 
-def unpacked_targets(call: ast.Call, ctx: FileContext) -> Optional[Tuple[ast.expr, ...]]:
-    """`a, b, c, d = call(...)`: the target names, else None."""
-    parent = ctx.index.parent_of(call)
-    if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1 \
-            and isinstance(parent.targets[0], (ast.Tuple, ast.List)):
-        return tuple(parent.targets[0].elts)
-    return None
+def factory_shape(call: ast.Call, ctx: FileContext) -> Optional[Tuple[Optional[int], ...]]:
+    """The literal dims of a factory call (None for a dim that is not a literal)."""
+    dims = factory_dims(call)
+    if dims is None:
+        return None
+    out = []
+    for d in dims:
+        v = ctx.values.int_value(d, d)
+        out.append(v if isinstance(v, int) else None)
+    return tuple(out)
+
+
+def _torch_factory_dims(expr: ast.expr) -> Optional[List[ast.expr]]:
+    if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
+        return None
+    if dotted_name(expr.func.value) not in ("torch",) or expr.func.attr not in TORCH_FACTORIES:
+        return None
+    return factory_dims(expr)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional, Tuple
+from typing import Iterator, Optional
 
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
 from kvlint.analysis.resolve import OperatorCall
@@ -44,26 +44,3 @@ def innermost_factory(expr: ast.expr, ctx: FileContext, depth: int = 0) -> Optio
             return None  # changes the shape
         return innermost_factory(f.value, ctx, depth + 1)
     return None
-
-
-def factory_shape(call: ast.Call, ctx: FileContext) -> Optional[Tuple[Optional[int], ...]]:
-    """The literal dims of a factory call (None for a dim that is not a literal)."""
-    dims: List[ast.expr]
-    size_kw = next((k.value for k in call.keywords if k.arg == "size"), None)
-    fname = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-    args = call.args[:1] if fname == "full" else call.args
-    if size_kw is not None:
-        dims = list(size_kw.elts) if isinstance(size_kw, (ast.Tuple, ast.List)) else []
-    elif len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
-        dims = list(args[0].elts)
-    elif args and not any(isinstance(a, ast.Starred) for a in args):
-        dims = list(args)
-    else:
-        return None
-    if not dims:
-        return None
-    out = []
-    for d in dims:
-        v = ctx.values.int_value(d, d)
-        out.append(v if isinstance(v, int) else None)
-    return tuple(out)

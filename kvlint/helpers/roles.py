@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
+from kvlint.helpers.args import param_values, positional_value
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
@@ -33,22 +34,7 @@ def role_values(oc: OperatorCall, ctx: FileContext, role: str) -> List[ast.expr]
     """The expressions the call passes for `role`: by keyword (incl. resolved `**dicts`), or
     by position when the schema makes that parameter positional."""
     keyword = spelling(oc.name, role)
-    if keyword is None:
-        return []
-    args = ctx.args(oc.call)
-    values = args.values(keyword)
-    if values:
-        return values
-    value = positional_value(oc, ctx, keyword)
-    return [value] if value is not None else []
-
-
-def positional_value(oc: OperatorCall, ctx: FileContext, keyword: str) -> Optional[ast.expr]:
-    names = [p.name for p in oc.operator.positional_params]
-    args = ctx.args(oc.call)
-    if keyword in names and names.index(keyword) < len(args.positional):
-        return args.positional[names.index(keyword)]
-    return None
+    return param_values(oc, ctx, keyword) if keyword is not None else []
 
 
 def role_node(oc: OperatorCall, ctx: FileContext, role: str) -> Optional[ast.AST]:

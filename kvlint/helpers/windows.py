@@ -119,7 +119,7 @@ def _walk(expr, at, ctx: FileContext, guards, truthy, subtracted, depth, out, se
 
 
 def pre_tokens_values(oc, ctx: FileContext) -> Iterator[ast.expr]:
-    from kvlint.checks.roles import role_values
+    from kvlint.helpers.roles import role_values
     yield from role_values(oc, ctx, "pre_tokens")
 
 
