@@ -8,6 +8,8 @@
   fixable (rules/codes/KVnnn.toml `fix = "safe"` / `"unsafe"`);
 - `good.py`: code no rule may report (all rules on).
 
+Both runs include the preview rules and branches.
+
 After a change, regenerate the snapshots and review the diff it prints:
 `python scripts/update_snapshots.py` (all rules) or `python scripts/update_snapshots.py KV101`.
 """
@@ -26,11 +28,11 @@ REGENERATE = "python scripts/update_snapshots.py"
 
 
 def all_on_settings() -> Settings:
-    return Settings(extend_select=("ALL",))
+    return Settings(extend_select=("ALL",), preview=True)
 
 
 def only(code: str) -> Settings:
-    return Settings(select=(code,))
+    return Settings(select=(code,), preview=True)
 
 
 def findings_lines(path: Path, settings: Optional[Settings] = None, messages: bool = False) -> List[str]:

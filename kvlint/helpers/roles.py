@@ -17,13 +17,12 @@ from kvlint.helpers.args import param_values, positional_value
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
-# the role names some rules use for the facts' roles (rules/facts/operators.toml)
-_ALIASES = {"heads": "num_heads", "q_lengths": "q_lens", "kv_lengths": "kv_lens"}
 
 
 def spelling(op_name: str, role: str) -> Optional[str]:
-    """The keyword `op_name` uses for `role`, or None when it has no such parameter."""
-    return FACTS.keyword(op_name, _ALIASES.get(role, role))
+    """The keyword `op_name` uses for `role` (rules/facts/operators.toml), or None when it has
+    no such parameter."""
+    return FACTS.keyword(op_name, role)
 
 
 def has_role(op_name: str, role: str) -> bool:
