@@ -37,6 +37,8 @@ BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
 NZ_BYTES = CONTRACTS["nz_bytes"]
+SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
+SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
 _Tensor = torch.Tensor
 
 
@@ -148,8 +150,8 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
     CheckKVShapeForPageAttention; rules/facts/fa_contracts.toml): 3-D (nb, bs, N_kv*D) against
     the query's head dim, 4-D (nb, N_kv, bs, D) and 5-D NZ (nb, N_kv, D/D0, bs, D0) dim 1."""
     k, roles = view.k, view.roles
-    ks = [int(s) for s in k.shape]
-    if k.dim() == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
+    ks = k.shape
+    if len(ks) == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
         nb, bs, n_kv, d = ks
         call.fail("KV312", "key", f"a 4-D paged cache laid out (num_blocks, N_kv, block_size, D): FA reads dim 1 "
                   f"as the {kv} KV heads and dim 2 as block_size {view.block_size}",
@@ -225,9 +227,7 @@ def heads(call: Call) -> None:
                   "grouped-query attention maps query heads to the wrong KV heads")
 
 
-def _head_dim_axis(t) -> int:
-    """The D axis of a key/value (the last one; NZ: D1 * D0 at axes 2 and 4)."""
-    return t.dim() - 1
+_BATCH_FIRST = frozenset(("BSH", "BSND", "BNSD"))
 
 
 @contract(*FA_OPS)
@@ -239,20 +239,22 @@ def key_value_shapes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     rope = view.query_rope
-    ks, vs = [int(s) for s in k.shape], [int(s) for s in v.shape]
-    nz = view.paged and k.dim() == 5
-    same = [i for i in range(len(ks)) if i != len(ks) - 1 and not (nz and i == 2)]
-    if len(ks) != len(vs) or any(ks[i] != vs[i] for i in same):
-        call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
-                  "the operator errors out or reads past the value tensor")
-        return
-    dk = ks[2] * ks[4] if nz else ks[-1]
-    dv = vs[2] * vs[4] if nz else vs[-1]
-    if dv > dk or (rope is not None and dv != dk):
-        call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
-                  + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
-                  "the operator rejects the call")
-        return
+    ks, vs = k.shape, v.shape  # plain ints: traced calls arrive concrete (kvlint.runtime.tracing)
+    if ks == vs:
+        dk = dv = ks[2] * ks[4] if len(ks) == 5 else ks[-1]
+    else:
+        nz = view.paged and len(ks) == 5
+        if len(ks) != len(vs) or ks[:-1] != vs[:-1] and not (nz and ks[:2] == vs[:2] and ks[3] == vs[3]):
+            call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
+                      "the operator errors out or reads past the value tensor")
+            return
+        dk = ks[2] * ks[4] if nz else ks[-1]
+        dv = vs[2] * vs[4] if nz else vs[-1]
+        if dv > dk or rope is not None:
+            call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
+                      + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
+                      "the operator rejects the call")
+            return
     d = view.head_dim
     if view.paged:
         if k.dim() in (4, 5) and d and dk != d:
@@ -262,8 +264,8 @@ def key_value_shapes(call: Call) -> None:
     if view.base != "BSH" and d and ks[-1] != d:
         call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
         return
-    if view.base in ("BSH", "BSND", "BNSD") and ks[0] != int(q.shape[0]):
-        call.fail("KV113", "key", f"batch {int(q.shape[0])} like the query", str(ks[0]),
+    if view.base in _BATCH_FIRST and ks[0] != q.shape[0]:
+        call.fail("KV113", "key", f"batch {q.shape[0]} like the query", str(ks[0]),
                   "requests attend to other requests' keys")
 
 
@@ -501,6 +503,13 @@ def mask(call: Call) -> None:
     if (not decode_2d and dims[-2] < q_seq) or (kv is not None and dims[-1] < kv):
         call.fail("KV210", name, f"last dims covering (Q_S, KV_S) = ({q_seq}, {kv})", shape_of(m),
                   "rows or keys outside the mask are silently left unmasked")
+        return
+    if (view.paged and q_seq == 1 and sparse == 0 and m.dtype == torch.bool and dims[:-1] == SILENT_MASK_LEAD
+            and kv is not None and kv > SILENT_MASK_KV):
+        call.fail("KV211", name, f"(B, KV_S) or (B, 1, KV_S) for a paged decode with KV_S = {kv} > {SILENT_MASK_KV}",
+                  f"a bool mask {shape_of(m)} broadcast over batch and heads",
+                  "attention is silently wrong (vllm-ascend issue 15503: paged decode, sparse_mode 0, "
+                  "bool [1, 1, 1, S] mask, KV > 512)", severity="warning")
 
 
 # ------------------------------------------------------------------------------ length lists
