@@ -76,7 +76,7 @@ def fa_view(call: Call) -> None:
     q, k, v = args.get("query"), args.get("key"), args.get("value")
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         return  # tensor lists / odd inputs: the dispatcher reports those itself
-    layout = args.get(roles.layout, "BSH") if roles.layout else "BSH"
+    layout = args.get(roles.layout, "BSH")
     rank = LAYOUT_RANK.get(layout)
     if rank is None:
         call.fail("KV110", roles.layout, f"one of {', '.join(LAYOUT_RANK)}", repr(layout),
@@ -103,31 +103,32 @@ def fa_view(call: Call) -> None:
                 call.fail("KV110", name, f"{rank}-D like the query (input_layout {layout!r})",
                           f"{t.dim()}-D {shape_of(t)}", "the operator errors out or mixes up axes")
                 return
+    # sizes are plain ints here (traced calls arrive concrete: kvlint.runtime.tracing); a role
+    # the operator lacks is None, never a key of args, so args.get(None, d) is d
     view.num_heads = n = int(args.get(roles.num_heads, 1))
-    view.kv_heads = int((args.get(roles.kv_heads) if roles.kv_heads else 0) or 0)
+    view.kv_heads = int(args.get(roles.kv_heads) or 0)
     qs = q.shape
     axis = HEAD_AXIS.get(base)
-    view.q_heads = int(qs[axis]) if axis is not None else None
+    view.q_heads = qs[axis] if axis is not None else None
     if base == "BSH":
-        view.batch, view.q_seq = int(qs[0]), int(qs[1])
-        view.head_dim = int(qs[2]) // n if n > 0 and qs[2] % n == 0 else None
+        view.batch, view.q_seq = qs[0], qs[1]
+        view.head_dim = qs[2] // n if n > 0 and qs[2] % n == 0 else None
     elif base == "BSND":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[1]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[1], qs[3]
     elif base == "BNSD":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[2]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[2], qs[3]
     elif base == "NSD":
-        view.batch, view.q_seq, view.head_dim = 1, int(qs[1]), int(qs[2])
+        view.batch, view.q_seq, view.head_dim = 1, qs[1], qs[2]
     else:  # TND / NTD: batch from the length list
-        q_lens = args.get(roles.q_lens) if roles.q_lens else None
+        q_lens = args.get(roles.q_lens)
         view.batch = len(q_lens) if q_lens is not None and not isinstance(q_lens, _Tensor) else (
-            int(q_lens.numel()) if isinstance(q_lens, _Tensor) else None)
-        view.q_seq, view.head_dim = None, int(qs[2])
-    get = call.get
-    view.sparse = int(get(roles.sparse_mode, 0) or 0)
-    view.mask = get(roles.mask)
-    view.block_size = int(get(roles.block_size, 0) or 0)
-    view.query_rope, view.key_rope = get(roles.query_rope), get(roles.key_rope)
-    view.scale = get(roles.scale)
+            q_lens.numel() if isinstance(q_lens, _Tensor) else None)
+        view.q_seq, view.head_dim = None, qs[2]
+    view.sparse = int(args.get(roles.sparse_mode) or 0)
+    view.mask = args.get(roles.mask)
+    view.block_size = int(args.get(roles.block_size) or 0)
+    view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
+    view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
     call.view = view
 
