@@ -10,9 +10,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from kvlint import __version__
 from kvlint.catalog import load_catalog
-from kvlint.commands.check import FORMATS, add_options as add_check_options
+from kvlint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FORMATS, add_options as add_check_options
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class UsageError(Exception):

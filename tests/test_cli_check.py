@@ -1,4 +1,4 @@
-"""`kvlint check`: exit codes, discovery, selection, noqa, output shapes (issue 2)."""
+"""`kvlint check`: exit codes, discovery, selection, noqa, output shapes."""
 import json
 import os
 import subprocess
