@@ -54,3 +54,14 @@ def test_per_layer_loop_header(text, hit):
     from kvlint.analysis.context import layer_loop_pattern
 
     assert bool(layer_loop_pattern(HeuristicNames()).search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("attn_mask *= -10000", True), ("swa_mask  += bias", True), ("mask //= 2", True),
+    ("attn_mask.masked_fill_(m, 0)", True), ("MASK.fill_ (1)", True), ("self.mask.mul_(2)", True),
+    ("masks += [m]", False), ("attn_mask = attn_mask * 2", False), ("mask.masked_fill(m, 0)", False),
+    ("if attn_mask == 1:", False),
+])
+def test_kv224_in_place_mask_change_pattern(text, hit):
+    from kvlint.checks.kv224_getter_mask_mutated import MUTATION_PATTERN
+    assert bool(MUTATION_PATTERN.search(text.encode())) is hit
