@@ -4,11 +4,14 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.sparse import sparse_view
 from kvlint.facts import load_facts
 
-MASK_READERS = load_facts().family("mask_readers")
+FACTS = load_facts()
+MASK_READERS = FACTS.family("mask_readers")
 
 CAUSAL_PARAMS = ("causal", "is_causal")
+CAUSAL_MODES = frozenset(FACTS.fa.sparse.causal_or_band)
 # Reads that cannot change the call: logging and checks.
 INERT_CALLS = ("print", "debug", "info", "warning", "warn", "error", "log", "exception")
 
@@ -34,6 +37,8 @@ class WrapperDropsCausal(Rule):
             param = params.get(name)
             if param is None or self._read(name, func, ctx):
                 continue
+            if all(self._always_causal(c, ctx) for c in calls):
+                continue
             lines = ", ".join(str(c.call.lineno) for c in calls)
             yield ctx.finding(
                 self.code, param,
@@ -41,6 +46,13 @@ class WrapperDropsCausal(Rule):
                 f"(line {lines}) run the same whatever the caller asks, so a caller asking for causal "
                 f"attention silently gets the call's fixed masking (bidirectional when it has no "
                 f"causal mask); choose sparse_mode / atten_mask / next_tokens from `{name}`")
+
+    @staticmethod
+    def _always_causal(oc, ctx: FileContext) -> bool:
+        """The call is causal whatever the flag: a literal causal or band mode, and a mask."""
+        view = sparse_view(oc, ctx)
+        return view.modes_known and bool(view.modes) and not view.no_mask and \
+            all(m in CAUSAL_MODES for m in view.modes)
 
     @staticmethod
     def _read(name: str, func, ctx: FileContext) -> bool:
