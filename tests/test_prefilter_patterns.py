@@ -66,3 +66,20 @@ def test_per_layer_loop_header(text, hit):
 def test_kv224_in_place_mask_change_pattern(text, hit):
     from kvlint.checks.kv224_getter_mask_mutated import MUTATION_PATTERN
     assert bool(MUTATION_PATTERN.search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text", ["attn_mask **= 2", "attn_mask \\\n    *= 2", "mask . fill_(0)", "Mask |= m"])
+def test_kv224_pattern_spacing_and_every_augmented_operator(text):
+    from kvlint.checks.kv224_getter_mask_mutated import MUTATION_PATTERN
+    assert MUTATION_PATTERN.search(text.encode())
+
+
+@pytest.mark.parametrize("module, pattern, text", [
+    ("kv109_head_dim_divided_twice", "LAST_DIM_PATTERN", "q.shape[ -1 ]"),
+    ("kv109_head_dim_divided_twice", "LAST_DIM_PATTERN", "q.size(\n-1)"),
+    ("kv223_mask_cast_to_int", "INT_CAST_PATTERN", "m.byte ()"),
+    ("kv223_mask_cast_to_int", "INT_CAST_PATTERN", "m.to(torch.uint8)"),
+])
+def test_new_rule_patterns_allow_spacing(module, pattern, text):
+    import importlib
+    assert getattr(importlib.import_module(f"kvlint.checks.{module}"), pattern).search(text.encode())

@@ -1,6 +1,7 @@
 """KV109: the softmax scale divides a head-axis tensor's last dim by the head count
 (docs: rules/codes/KV109.toml)."""
 import ast
+import re
 from typing import Iterator, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
@@ -13,6 +14,8 @@ from kvlint.checks.roles import operators_with, role_values
 HEADS_NAMES = ("num_heads", "head_num", "n_heads", "nheads", "num_attention_heads", "num_heads",
                "num_q_heads", "num_query_heads", "num_local_heads", "n_head")
 RESHAPES = ("view", "reshape", "unflatten")
+# what a finding needs in the bytes: `.shape[-1]` or `.size(-1)`, however spaced
+LAST_DIM_PATTERN = re.compile(rb"shape\s*\[\s*-\s*1\s*\]|size\s*\(\s*-\s*1\s*\)")
 TENSOR_ROLES = ("query", "key", "value")
 
 
@@ -50,7 +53,7 @@ class HeadDimDividedTwice(Rule):
     operators = operators_with("scale", "num_heads")
 
     def required_words(self, settings):
-        return (("shape[-1]", "size(-1)"),)
+        return ((LAST_DIM_PATTERN,),)
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":

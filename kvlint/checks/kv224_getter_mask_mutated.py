@@ -7,7 +7,7 @@ from typing import Iterator, Optional, Tuple
 from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.checks.kv221_cached_mask_mutated import INPLACE
 
 MASK_WORD = "mask"
@@ -15,7 +15,8 @@ MASK_WORD = "mask"
 # exactly these forms, so the pre-filter pattern is a necessary condition).
 _INPLACE_NAMES = "|".join(sorted(INPLACE))
 MUTATION_PATTERN = re.compile(
-    rb"(?i)mask[ \t]*(?:[*+/-]|//)=|mask\.(?-i:" + _INPLACE_NAMES.encode() + rb")[ \t]*\(")
+    rb"(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])="
+    rb"|mask[\s\\]*\.[\s\\]*(?-i:" + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
 # Calls whose result may share storage with their receiver: slicing keeps it, and these
 # return the receiver itself when nothing needs to change (`.contiguous()` of a contiguous
 # slice, `.to()` to the same dtype and device, `.float()` of a float tensor).
@@ -60,7 +61,7 @@ def mutations(ctx: FileContext) -> Iterator[Tuple[ast.Name, ast.AST, str]]:
 @register
 class GetterMaskMutated(Rule):
     code = "KV224"
-    trigger_words = (MASK_WORD,)
+    trigger_words = (NoCase(MASK_WORD),)  # names are compared lowercased
 
     def required_words(self, settings):
         return ((MUTATION_PATTERN,),)

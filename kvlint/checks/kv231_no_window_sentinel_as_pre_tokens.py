@@ -5,7 +5,7 @@ from typing import Optional
 
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.checks.roles import operators_with, role_node, role_values, spelling
 from kvlint.checks.windows import (WINDOW_WORD, guard_mentions, is_window_name, mentioned, self_attribute_values,
                                    window_leaves)
@@ -47,7 +47,7 @@ class NoWindowSentinelAsPreTokens(Rule):
     operators = operators_with("pre_tokens")
 
     def required_words(self, settings):
-        return ((WINDOW_WORD,),)
+        return ((NoCase(WINDOW_WORD),),)  # WINDOW_NAME lowercases
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":
