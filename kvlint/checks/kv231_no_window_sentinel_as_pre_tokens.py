@@ -72,8 +72,9 @@ class NoWindowSentinelAsPreTokens(Rule):
                 if sentinel == NONE:
                     effect = "a layer without a window then passes None and the call raises TypeError there"
                 else:
-                    effect = (f"a layer without a window then runs with {keyword}=-1: an empty or "
-                              f"one-sided band instead of full attention, silently")
+                    effect = (f"a layer without a window then runs with {keyword}=-1, a band that "
+                              f"ends before the query (with next_tokens=0: empty, so every row is fully "
+                              f"masked, or rejected for TND) instead of full attention")
                 yield ctx.finding(
                     self.code, node,
                     f"`{text}` goes into `{keyword}` unchecked, but {sentinel} means \"no window\" "
