@@ -6,8 +6,8 @@ from typing import Optional
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.roles import role_values
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.roles import role_values
+from kvlint.helpers.sparse import sparse_view
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
