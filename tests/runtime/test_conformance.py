@@ -124,6 +124,7 @@ ACCEPTED = {
     "vllm-ascend TND decode with a (nb, bs, N_kv*D) cache": gqa_tnd_paged(),
     "TND paged, several tokens per request": gqa_tnd_paged(per_request=(3, 1, 2, 1)),
     "GQA BSH paged decode, 3-D cache": gqa_paged(),
+    "GQA paged decode, per-token-head PA antiquant mode 5": gqa_paged(key_antiquant_mode=5, value_antiquant_mode=5),
     "GQA BSND paged decode, 3-D cache": gqa_paged(layout="BSND"),
     "GQA BNSD paged decode, 3-D cache": gqa_paged(layout="BNSD"),
     "GQA BNSD paged decode, 4-D cache": gqa_paged(layout="BNSD", cache="4d"),
@@ -201,6 +202,12 @@ REJECTED = {
         fa(m(4, 1, 64 * 512), m(8, 1, 128, 512), m(8, 1, 128, 512), num_heads=64, num_key_value_heads=1,
            input_layout="BSH", block_table=table(4, 2), block_size=128, actual_seq_lengths_kv=[256] * 4,
            query_rope=m(4, 1, 64 * 64), key_rope=m(8, 1, 128, 64), inner_precise=2), "KV110", "BNSD or TND"),
+    "MLA without quantization given key_antiquant_scale (CheckParaExistenceMlaNoquant)": (
+        mla_bsh(key_antiquant_scale=m(1, 512)), "KV518", "without quantization"),
+    "MLA without quantization given quant_scale2 (post-quant)": (mla_bsh(quant_scale2=m(1)), "KV518", "quant_scale2"),
+    "MLA without quantization, key_antiquant_mode 1": (mla_bsh(key_antiquant_mode=1), "KV518", "default"),
+    "antiquant_mode 2 (CheckSingleParaAntiquantMode)": (gqa_paged(antiquant_mode=2), "KV518", "[0, 1]"),
+    "key_antiquant_mode 6 (CheckSingleParaKeyAntiquantMode)": (gqa_paged(key_antiquant_mode=6), "KV518", "0, 1, 2"),
     "utest:case_CheckFeatureMlaNoQuantLayout_mla_058 (NZ cache with BNSD)": (mla_nz(layout="BNSD"), "KV110", "NZ"),
 }
 

@@ -460,6 +460,52 @@ def _mla_features(call: Call, view: FaView) -> None:
                           "the operator rejects the call (CheckFeatureActualSeqLensQData)")
 
 
+# ------------------------------------------------------------------------------ quantization
+QUANT = CONTRACTS["quant"]
+_RENAMES = FACTS.versions.v1_to_v2
+
+
+def _quant_names(name: str, keywords) -> tuple:
+    """The v1 keywords in `keywords`, spelled for operator `name` (v2 through the renames)."""
+    v2 = name == FACTS.versions.v2
+    return tuple(_RENAMES.get(k, k) if v2 else k for k in keywords)
+
+
+_QUANT_MODES = {name: tuple(zip(_quant_names(name, ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")),
+                                (QUANT["antiquant_mode"], QUANT["key_antiquant_mode"], QUANT["value_antiquant_mode"])))
+                for name in FACTS.family("fa")}
+_MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in FACTS.family("fa")}
+_MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
+
+
+@contract(*FACTS.family("fa"))
+def quantization(call: Call) -> None:
+    """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
+    MLA without quantization given no quant parameter (tiling_check_existence.cpp
+    CheckParaExistenceMlaNoquant)."""
+    args = call.args
+    for arg, allowed in _QUANT_MODES[call.name]:
+        mode = args.get(arg)
+        if mode is not None and mode not in allowed:
+            call.fail("KV518", arg, f"one of {list(allowed)}", str(mode), "the operator rejects the call (561002)")
+            return
+    view = call.view
+    if view is None or view.query_rope is None or view.key_rope is None or view.head_dim != MLA["head_dim"]:
+        return
+    if view.q.dtype != view.k.dtype or view.q.dtype not in MLA_DTYPES:
+        return  # quantized MLA
+    for arg in _MLA_ABSENT[call.name]:
+        if args.get(arg) is not None:
+            call.fail("KV518", arg, "None in MLA without quantization (fp16/bf16 query and cache)", "a tensor",
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
+    for arg in _MLA_DEFAULT_MODES[call.name]:
+        if args.get(arg, 0):
+            call.fail("KV518", arg, "0 (the default) in MLA without quantization", str(args.get(arg)),
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
+
+
 # ------------------------------------------------------------------------------ mask
 @contract(*FA_OPS)
 def mask(call: Call) -> None:
