@@ -1,0 +1,79 @@
+"""Loud rejections: before a reference kernel runs, the guard's contracts check the call, and
+the findings that mirror a loud check of the real operator (rules/emulate.toml) raise, as the
+NPU's tiling check would. Silent pitfalls are left to the kernel (it computes what the NPU
+computes) and to the guard (`kvlint.patch()`, `pytest --kvlint`)."""
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+
+from kvlint.catalog import data_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class EmulatedOperatorError(RuntimeError):
+    """The emulated operator rejects the call, as the NPU's own parameter checks would (there a
+    RuntimeError with an error code such as 561002). `.finding` is the guard's finding."""
+
+    def __init__(self, finding):
+        super().__init__(f"{finding.op}: the operator rejects this call (kvlint.emulate, mirrors the NPU's "
+                         f"parameter check)\n{finding.message}")
+        self.finding = finding
+        self.code = finding.code
+
+
+@lru_cache(maxsize=1)
+def loud_codes() -> frozenset:
+    data = tomllib.loads((data_dir() / "emulate.toml").read_text(encoding="utf-8"))
+    return frozenset(data["loud_codes"])
+
+
+def is_loud(finding) -> bool:
+    loud = getattr(finding, "loud", None)
+    if loud is not None:
+        return bool(loud)
+    return finding.severity == "error" and finding.code in loud_codes()
+
+
+def _findings(op, given) -> list:
+    """The contracts' findings for one call (meta checks, no cross-call state). `given`: the
+    arguments the caller passed (the dispatcher drops keywords equal to their default)."""
+    try:
+        from kvlint.runtime.registry import check_call  # the public per-call entry point
+    except ImportError:
+        return _findings_legacy(op, given)
+    return check_call(op.name, given, namespace=op.namespace)
+
+
+def _base_name(name: str) -> str:
+    if name.startswith("_") and name.endswith("_get_max_workspace"):
+        return name[1:-len("_get_max_workspace")]
+    return name
+
+
+def _findings_legacy(op, given) -> list:
+    from kvlint.runtime.call import Call
+    from kvlint.runtime.contracts import contracts_for
+
+    bound = {p.name: p.default for p in op.params if not p.required}
+    bound.update(given)
+    call = Call(op, _base_name(op.name), bound, dict(given), (), 0, False)
+    for contract in contracts_for(op):
+        if contract.__module__.endswith(".kvlen"):
+            continue  # KV401 keeps state across calls: the guard's job
+        try:
+            contract(call)
+        except Exception:  # noqa: BLE001 - a contract that cannot read this call rejects nothing
+            continue
+    return call.findings
+
+
+def reject_loudly(op, given) -> None:
+    """Raise EmulatedOperatorError for the first loud finding of this call."""
+    for finding in _findings(op, given):
+        if is_loud(finding):
+            raise EmulatedOperatorError(finding)
