@@ -27,16 +27,20 @@ class EmulatedOperatorError(RuntimeError):
 
 
 @lru_cache(maxsize=1)
-def loud_codes() -> frozenset:
-    data = tomllib.loads((data_dir() / "emulate.toml").read_text(encoding="utf-8"))
-    return frozenset(data["loud_codes"])
+def _data() -> dict:
+    return tomllib.loads((data_dir() / "emulate.toml").read_text(encoding="utf-8"))
+
+
+def loud_codes(op_name: str = "") -> frozenset:
+    data = _data()
+    return frozenset(data["loud_codes"]) - frozenset(data.get("not_loud", {}).get(op_name, ()))
 
 
 def is_loud(finding) -> bool:
     loud = getattr(finding, "loud", None)
     if loud is not None:
         return bool(loud)
-    return finding.severity == "error" and finding.code in loud_codes()
+    return finding.severity == "error" and finding.code in loud_codes(finding.op)
 
 
 def _findings(op, given) -> list:
