@@ -33,7 +33,7 @@ def _reads(kernel) -> frozenset:
     """The argument names a kernel (and what it wraps) takes explicitly."""
     names = set()
     while kernel is not None:
-        for p in inspect.signature(kernel).parameters.values():
+        for p in inspect.signature(kernel, follow_wrapped=False).parameters.values():
             if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
                 names.add(p.name)
         kernel = getattr(kernel, "__wrapped__", None)
