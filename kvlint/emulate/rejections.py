@@ -1,18 +1,12 @@
 """Loud rejections: before a reference kernel runs, the guard's contracts check the call, and
-the findings that mirror a loud check of the real operator (rules/emulate.toml) raise, as the
+the findings that mirror a loud check of the real operator (rules/facts/emulate.toml) raise, as the
 NPU's tiling check would. Silent pitfalls are left to the kernel (it computes what the NPU
 computes) and to the guard (`kvlint.patch()`, `pytest --kvlint`)."""
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
-from kvlint.catalog import data_dir
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from kvlint.facts import load_facts
 
 
 class EmulatedOperatorError(RuntimeError):
@@ -26,13 +20,9 @@ class EmulatedOperatorError(RuntimeError):
         self.code = finding.code
 
 
-@lru_cache(maxsize=1)
-def _data() -> dict:
-    return tomllib.loads((data_dir() / "emulate.toml").read_text(encoding="utf-8"))
-
-
+@lru_cache(maxsize=None)
 def loud_codes(op_name: str = "") -> frozenset:
-    data = _data()
+    data = load_facts().table("emulate")
     return frozenset(data["loud_codes"]) - frozenset(data.get("not_loud", {}).get(op_name, ()))
 
 

@@ -12,9 +12,14 @@ import math
 
 import torch
 
-QUANT_MODES = {"fp8_bf16": 0, "fp8_e8m0": 1, "hifloat8_fp4": 2}
-FP8_E4M3FN_MAX = 448.0
-ROPE_COLUMNS = 64
+from kvlint.facts import load_facts
+
+_EPILOG = load_facts().table("kv_compress_epilog")
+QUANT_MODES = dict(_EPILOG["quant_modes"])      # quant_mode string -> aclnn int
+ROPE_COLUMNS = int(_EPILOG["rope_cols"])        # the last 64 columns of x are rope
+SCALE_BYTES = {int(k): int(v) for k, v in _EPILOG["scale_bytes"].items()}
+ROW_ALIGN = int(_EPILOG["row_align"])
+FP8_E4M3FN_MAX = 448.0                          # seed 004: kv_compress_epilog_common.h
 
 
 def last_writers(slots: torch.Tensor, num_slots: int) -> torch.Tensor:
@@ -159,8 +164,8 @@ def kv_cache_col(d: int, mode: int, group: int = 64) -> int:
     if mode == 2:
         concat = ROPE_COLUMNS + nope // 2 + (nope // group) * 2
     else:
-        concat = nope + 2 * ROPE_COLUMNS + math.ceil(nope / 64) * (2 if mode == 0 else 1)
-    return concat if mode == 1 else -(-concat // 32) * 32
+        concat = nope + 2 * ROPE_COLUMNS + math.ceil(nope / 64) * SCALE_BYTES[mode]
+    return concat if mode == 1 else -(-concat // ROW_ALIGN) * ROW_ALIGN
 
 
 def quant_mode_number(quant_mode) -> int:

@@ -29,8 +29,10 @@ from typing import List, Optional, Sequence, Tuple
 
 import torch
 
+from kvlint.facts import load_facts
+
 INT_MAX = 2147483647
-COMPRESSED_MASK = 2048               # sparse_mode 2/3/4: (2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048)
+COMPRESSED_MASK = load_facts().fa.mask.compressed_size   # sparse_mode 2/3/4 take the 2048x2048 mask
 TOKEN_MAJOR = ("TND", "NTD")
 _CHUNK_ELEMENTS = 1 << 24             # score elements per matmul chunk (64 MiB of float32)
 
