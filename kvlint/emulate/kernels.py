@@ -104,7 +104,8 @@ def _fake_rmsnorm_v2(kv, gamma, cos, *args, **kw):
 FA_PRECISION = ("inner_precise", "antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")
 FA2_PRECISION = ("inner_precise", "query_quant_mode", "key_quant_mode", "value_quant_mode")
 
-# (namespace, name, overload) -> (kernel, fake or None, arguments ignored)
+# (namespace, name, overload) -> (kernel, fake or None, arguments ignored; None: a workspace
+# query that reads nothing and checks nothing)
 KERNELS = {
     ("npu", "npu_fused_infer_attention_score", ""):
         (fa.fused_infer_attention_score, _fake_fia, FA_PRECISION),

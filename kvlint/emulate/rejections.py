@@ -33,14 +33,28 @@ def is_loud(finding) -> bool:
     return finding.severity == "error" and finding.code in loud_codes(finding.op)
 
 
-def _findings(op, given) -> list:
-    """The contracts' findings for one call (meta checks, no cross-call state). `given`: the
-    arguments the caller passed (the dispatcher drops keywords equal to their default)."""
+def _public_entry_point():
     try:
         from kvlint.runtime.registry import check_call  # the public per-call entry point
     except ImportError:
-        return _findings_legacy(op, given)
-    return check_call(op.name, given, namespace=op.namespace)
+        return None
+    return check_call
+
+
+_UNRESOLVED = object()
+_check_call = _UNRESOLVED
+_contracts: dict = {}   # operator -> its contracts (legacy path), resolved once
+
+
+def _findings(op, given) -> list:
+    """The contracts' findings for one call (meta checks, no cross-call state). `given`: the
+    arguments the caller passed (the dispatcher drops keywords equal to their default)."""
+    global _check_call
+    if _check_call is _UNRESOLVED:
+        _check_call = _public_entry_point()
+    if _check_call is not None:
+        return _check_call(op.name, given, namespace=op.namespace)
+    return _findings_legacy(op, given)
 
 
 def _base_name(name: str) -> str:
@@ -51,14 +65,16 @@ def _base_name(name: str) -> str:
 
 def _findings_legacy(op, given) -> list:
     from kvlint.runtime.call import Call
-    from kvlint.runtime.contracts import contracts_for
 
+    contracts = _contracts.get(op.qualified)
+    if contracts is None:
+        from kvlint.runtime.contracts import contracts_for
+
+        contracts = _contracts[op.qualified] = [c for c in contracts_for(op) if not c.__module__.endswith(".kvlen")]
     bound = {p.name: p.default for p in op.params if not p.required}
     bound.update(given)
     call = Call(op, _base_name(op.name), bound, dict(given), (), 0, False)
-    for contract in contracts_for(op):
-        if contract.__module__.endswith(".kvlen"):
-            continue  # KV401 keeps state across calls: the guard's job
+    for contract in contracts:  # KV401 (kvlen) keeps state across calls: the guard's job
         try:
             contract(call)
         except Exception:  # noqa: BLE001 - a contract that cannot read this call rejects nothing

@@ -114,6 +114,19 @@ def offsets(ends: Sequence[int], total: int) -> List[Tuple[int, int]]:
 
 
 # --------------------------------------------------------------------------- paged reads
+_SAME_WIDTH_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def gather_blocks(cache: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """cache[ids] along dim 0. Floating caches are gathered through a same-width integer view:
+    index_select on bf16/fp16 CPU tensors is ~100x slower than on int16 (torch 2.13)."""
+    if cache.is_floating_point() and cache.is_contiguous():
+        as_int = _SAME_WIDTH_INT.get(cache.element_size())
+        if as_int is not None:
+            return cache.view(as_int).index_select(0, ids).view(cache.dtype)
+    return cache.index_select(0, ids)
+
+
 def paged_read(cache: torch.Tensor, row: torch.Tensor, kv_len: int, block_size: int, kv_heads: int) -> torch.Tensor:
     """The first `kv_len` tokens of one request, gathered through its block-table row, as
     (N_kv, kv_len, D). Cache forms: 3-D (nb, bs, N_kv*D), 4-D (nb, N_kv, bs, D), 5-D NZ
@@ -124,7 +137,7 @@ def paged_read(cache: torch.Tensor, row: torch.Tensor, kv_len: int, block_size: 
         return cache.new_zeros((kv_heads, 0, d))
     blocks = -(-kv_len // block_size)
     ids = row[:blocks].long()
-    picked = cache.index_select(0, ids)
+    picked = gather_blocks(cache, ids)
     if cache.dim() == 3:
         n, bs, h = picked.shape
         tokens = picked.reshape(n * bs, kv_heads, h // kv_heads).transpose(0, 1)

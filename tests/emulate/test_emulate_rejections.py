@@ -41,7 +41,7 @@ def test_loud_rejections(code, call):
     assert info.value.code == code
     assert isinstance(info.value, RuntimeError)
     assert f"{code} npu_fused_infer_attention_score" in str(info.value)
-    assert "test_rejections.py:" in str(info.value)  # the user's line, not kvlint's
+    assert "test_emulate_rejections.py:" in str(info.value)  # the user's line, not kvlint's
 
 
 def test_loud_cache_writer_rejection():
