@@ -57,7 +57,7 @@ def pytest_runtest_setup(item):
     if handle is not None and handle.active:
         from kvlint.runtime.guard import refresh
 
-        refresh()
+        refresh()  # operators registered since (a conftest importing torch_npu)
 
 
 def pytest_report_header(config):
@@ -68,7 +68,11 @@ def pytest_report_header(config):
                      else f"kvlint: emulation not installed: {emulation.reason}")
     handle = getattr(config, _HANDLE, None)
     if handle is not None:
-        lines.append(f"kvlint: runtime guard on (mode raise, checks {handle.checks})")
+        if not handle.guarded:
+            lines.append(f"kvlint: runtime guard on but guarding no operator: {handle.reason}")
+        else:
+            lines.append(f"kvlint: runtime guard on (mode raise, checks {handle.checks}, {handle.guarded} "
+                         "operator entry points)")
     return lines or None
 
 

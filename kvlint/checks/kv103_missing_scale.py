@@ -6,8 +6,8 @@ from kvlint.analysis.findings import Fix
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fixes import add_keyword
-from kvlint.checks.missing import missing_keyword
+from kvlint.helpers.fixes import add_keyword
+from kvlint.helpers.args import missing_keyword
 
 FACTS = load_facts()
 
@@ -54,7 +54,7 @@ def scale_fix(call: ast.Call, keyword: str, ctx: FileContext) -> Optional[Fix]:
 @register
 class MissingScale(Rule):
     code = "KV103"
-    operators = FACTS.family("fused_attention")
+    operators = FACTS.family("scale_readers")
 
     def check_call(self, oc, ctx: FileContext):
         finding = missing_keyword(self.code, oc, ctx, "scale",

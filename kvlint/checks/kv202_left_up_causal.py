@@ -5,7 +5,7 @@ from kvlint.analysis.findings import Fix
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.sparse import sparse_view
 
 FACTS = load_facts()
 

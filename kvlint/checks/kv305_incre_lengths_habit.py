@@ -4,9 +4,9 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import passes_value
-from kvlint.checks.keywords import rename_fix
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import passes_value
+from kvlint.helpers.keywords import rename_fix
+from kvlint.helpers.args import omits
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
@@ -37,4 +37,5 @@ class IncreLengthsHabit(Rule):
             self.code, kw.node,
             f"{oc.name} in {where} passes `{Q_LENGTHS}` but not `{KV_LENGTHS}`: in FA v1 "
             f"`{Q_LENGTHS}` are the query lengths (in npu_incre_flash_attention they were the KV "
-            f"lengths); {effect}; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call)
+            f"lengths); {effect}; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call,
+            branch=None if paged else "DECODE_PHASE")

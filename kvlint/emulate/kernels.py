@@ -29,6 +29,18 @@ def _with_out(kernel):
     return run
 
 
+def _fusion_v3_out(query, key, value, head_num, input_layout, *, attention_score, softmax_max, softmax_sum,
+                   softmax_out, seed, offset, workspace=None, **kw):
+    results = fusion.fusion_attention_v3(query, key, value, head_num, input_layout, **kw)
+    given = (attention_score, softmax_max, softmax_sum, softmax_out, seed, offset)
+    for target, value_ in zip(given, results):
+        target.resize_(value_.shape).copy_(value_)
+    return given
+
+
+_fusion_v3_out.__wrapped__ = fusion.fusion_attention_v3
+
+
 def _workspace(query, key, value, **kw):
     """The host-side workspace size query: the emulation needs no workspace."""
     return torch.empty(1, dtype=torch.uint8)
@@ -121,6 +133,13 @@ KERNELS = {
     ("npu", "npu_prompt_flash_attention", ""): (fa.prompt_flash_attention, _fake_single, ()),
     ("npu", "npu_fusion_attention", ""):
         (fusion.fusion_attention, None, ("inner_precise", "gen_mask_parallel", "sync")),
+    ("npu", "npu_fusion_attention_v2", ""):
+        (fusion.fusion_attention_v2, None, ("inner_precise", "gen_mask_parallel", "sync", "pse_type")),
+    ("npu", "npu_fusion_attention_v3", ""):
+        (fusion.fusion_attention_v3, None, ("inner_precise", "gen_mask_parallel", "sync")),
+    ("npu", "npu_fusion_attention_v3", "out"):
+        (_fusion_v3_out, None, ("inner_precise", "gen_mask_parallel", "sync")),
+    ("npu", "_npu_fusion_attention_v3_get_max_workspace", ""): (_workspace, _workspace, None),
     ("npu", "scatter_update_", ""): (cache_write.scatter_update_, _fake_self, ()),
     ("npu", "npu_scatter_nd_update_", ""): (cache_write.scatter_nd_update_, _fake_self, ()),
     ("npu", "npu_scatter_pa_kv_cache", ""): (cache_write.scatter_pa_kv_cache, _fake_none, ()),

@@ -33,28 +33,24 @@ def is_loud(finding) -> bool:
     return finding.severity == "error" and finding.code in loud_codes(finding.op)
 
 
-def _public_entry_point():
-    try:
-        from kvlint.runtime.registry import check_call  # the public per-call entry point
-    except ImportError:
-        return None
-    return check_call
+_contracts: dict = {}   # qualified operator name -> its stateless contracts, resolved once
 
 
-_UNRESOLVED = object()
-_check_call = _UNRESOLVED
-_contracts: dict = {}   # operator -> its contracts (legacy path), resolved once
+def _stateless_contracts(op) -> list:
+    """The operator's contracts minus the ones that keep state across calls (KV401: the
+    guard's job). The registry's own list, in its order."""
+    found = _contracts.get(op.qualified)
+    if found is None:
+        try:
+            from kvlint.runtime.registry import STATEFUL_MODULES, contracts_for
+        except ImportError:  # before the per-family layout
+            from kvlint.runtime.contracts import contracts_for
 
-
-def _findings(op, given) -> list:
-    """The contracts' findings for one call (meta checks, no cross-call state). `given`: the
-    arguments the caller passed (the dispatcher drops keywords equal to their default)."""
-    global _check_call
-    if _check_call is _UNRESOLVED:
-        _check_call = _public_entry_point()
-    if _check_call is not None:
-        return _check_call(op.name, given, namespace=op.namespace)
-    return _findings_legacy(op, given)
+            STATEFUL_MODULES = frozenset({"kvlen"})
+        found = _contracts[op.qualified] = [
+            c for c in contracts_for(op)
+            if not any(c.__module__.endswith("." + m) for m in STATEFUL_MODULES)]
+    return found
 
 
 def _base_name(name: str) -> str:
@@ -63,27 +59,25 @@ def _base_name(name: str) -> str:
     return name
 
 
-def _findings_legacy(op, given) -> list:
+def findings(op, given) -> list:
+    """The contracts' findings for one call, meta checks. `given`: the arguments the caller
+    passed (the dispatcher drops keywords equal to their default). A contract that crashes
+    rejects nothing and says nothing here (the guard, when on, reports it)."""
     from kvlint.runtime.call import Call
 
-    contracts = _contracts.get(op.qualified)
-    if contracts is None:
-        from kvlint.runtime.contracts import contracts_for
-
-        contracts = _contracts[op.qualified] = [c for c in contracts_for(op) if not c.__module__.endswith(".kvlen")]
     bound = {p.name: p.default for p in op.params if not p.required}
     bound.update(given)
     call = Call(op, _base_name(op.name), bound, dict(given), (), 0, False)
-    for contract in contracts:  # KV401 (kvlen) keeps state across calls: the guard's job
+    for contract in _stateless_contracts(op):
         try:
             contract(call)
-        except Exception:  # noqa: BLE001 - a contract that cannot read this call rejects nothing
+        except Exception:  # noqa: BLE001
             continue
     return call.findings
 
 
 def reject_loudly(op, given) -> None:
     """Raise EmulatedOperatorError for the first loud finding of this call."""
-    for finding in _findings(op, given):
+    for finding in findings(op, given):
         if is_loud(finding):
             raise EmulatedOperatorError(finding)

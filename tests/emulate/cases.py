@@ -36,6 +36,11 @@ class Case:
     seed: int = 0
 
     @property
+    def mla_absorb(self) -> bool:
+        """The MLA kernel (512-wide latent + rope) has no softmax LSE output."""
+        return self.dim == 512 and self.rope_dim > 0
+
+    @property
     def name(self) -> str:
         parts = [self.layout, f"gqa{self.heads}/{self.kv_heads}", f"sparse{self.sparse}"]
         if self.user_mask:
@@ -160,7 +165,7 @@ def build(case: Case, dtype=torch.float32, v2: bool = False):
     names = ("num_query_heads", "softmax_scale", "actual_seq_qlen", "actual_seq_kvlen", "return_softmax_lse") \
         if v2 else ("num_heads", "scale", "actual_seq_lengths", "actual_seq_lengths_kv", "softmax_lse_flag")
     kw = {names[0]: case.heads, names[1]: scale, "num_key_value_heads": case.kv_heads, "input_layout": case.layout,
-          "sparse_mode": case.sparse, names[4]: True}
+          "sparse_mode": case.sparse, names[4]: not case.mla_absorb}
     if case.pre < 2147483647:
         kw["pre_tokens"] = case.pre
     if case.nxt < 2147483647:

@@ -52,7 +52,8 @@ def test_operators_without_a_kernel_raise_not_implemented(op):
     packet = getattr(getattr(torch.ops, op.namespace), op.name)
     args = []
     for p in op.positional_params:
-        args.append({"Tensor": torch.zeros(1), "int": 1, "bool": True, "float": 1.0}.get(p.type.rstrip("?"), None))
+        args.append({"Tensor": torch.zeros(1), "int": 1, "SymInt": 1, "bool": True, "float": 1.0, "str": "BSH"}
+                    .get(p.type.rstrip("?"), None))
     with pytest.raises(NotImplementedError, match=op.qualified.replace(".", r"\.") + ".*only the attention and KV-cache"):
         getattr(packet, op.overload or "default")(*args)
 

@@ -1,0 +1,147 @@
+"""Paged-attention contracts: block_table (dtype, rank, rows, ids), block_size, cache shape vs
+block_size, per-request KV lengths. For the FA family (block_table given) and ATB's
+_npu_paged_attention (block size = the cache's dim 1)."""
+from __future__ import annotations
+
+from itertools import chain
+
+import torch
+
+from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
+from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+PAGED_FA_OPS = FACTS.family("paged_readers")
+FA = FACTS.fa
+BLOCK_SIZE = FA.block_size
+BLOCK_AXIS = dict(FA.paged_cache_block_axis)
+_Tensor = torch.Tensor
+_chain = chain.from_iterable
+
+
+def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True) -> None:
+    """The checks every paged operator shares. `num_blocks` bounds the ids (None: unknown).
+    `exact`: one table row and one KV length per request (FA in TND, ATB); otherwise the table
+    may have more rows than requests and the length list more entries, or one for all (FIA
+    tiling_check_consistency.cpp CheckBlockTable, CheckActualSeqLensKv)."""
+    if table.dtype != torch.int32:
+        call.fail("KV301", "block_table", "int32", dtype_name(table.dtype),
+                  "the operator rejects the table or reads its ids with the wrong width")
+        return
+    rows = int(table.shape[0]) if table.dim() else 0
+    if table.dim() != 2 or (batch is not None and (rows != batch if exact else rows < batch)):
+        per = "one row per request" if exact else "at least one row per request"
+        call.fail("KV310", "block_table", f"2-D with {per} ({batch}, max_blocks)",
+                  shape_of(table), "requests read other requests' blocks, or rows past the table")
+        return
+    kv_lens = call.get(kv_lens_arg)
+    if kv_lens is None:
+        call.fail("KV302", kv_lens_arg, "the per-request KV lengths (mandatory with a block_table)", "None",
+                  "the operator does not know how many cached tokens to read")
+        return
+    values = call.int_list(kv_lens)
+    if values is None:
+        return
+    capacity = int(table.shape[1]) * block_size
+    if batch is not None and (len(values) != batch if exact else len(values) < batch and len(values) != 1):
+        expected = f"one length per request ({batch})" if exact else f"1 or >= batch ({batch}) entries"
+        call.fail("KV314", kv_lens_arg, expected, f"{len(values)} entries", "requests read other requests' lengths")
+        return
+    if batch is not None and len(values) > batch:
+        values = values[:batch]  # entries past the batch are not read
+    elif batch and len(values) == 1:
+        values = values * batch  # one length for every request
+    if values and (min(values) < 0 or max(values) > capacity):
+        call.fail("KV314", kv_lens_arg, f"per-request lengths in [0, block_table.shape[1] * block_size = "
+                  f"{capacity}]", str(values), "the paged read runs past the request's blocks "
+                  "(cumulative lengths passed where per-request ones are expected?)")
+        return
+    if num_blocks is not None and call.readable(table):
+        wrong = _used_ids_outside(table, values, block_size, num_blocks)
+        if wrong:
+            call.fail("KV313", "block_table", f"block ids in [0, {num_blocks}) (the cache's blocks)",
+                      f"{wrong[:4]}", "the kernel reads (and the writer wrote) memory outside the cache")
+
+
+def _used_ids_outside(table, kv_lens, block_size, num_blocks):
+    """The block ids a request uses (its first ceil(kv_len / block_size) entries) that are not in
+    [0, num_blocks), in row order; only the first row holding one. Unused entries may be padding."""
+    if table.is_cpu and table.numel() <= SMALL:
+        rows = table.tolist()
+        if not rows or not rows[0] or (min(_chain(rows)) >= 0 and max(_chain(rows)) < num_blocks):
+            return []  # every entry (used or not) is valid: the common case
+        for row, kv in zip(rows, kv_lens):
+            used = row[: -(-kv // block_size)] if block_size else row
+            wrong = [i for i in used if not 0 <= i < num_blocks]
+            if wrong:
+                return wrong
+        return []
+    rows = min(len(kv_lens), int(table.shape[0]))
+    if not rows or not table.shape[1]:
+        return []
+    table = table[:rows]
+    lo, hi = torch.aminmax(table)
+    if int(lo) >= 0 and int(hi) < num_blocks:
+        return []  # one reduction answers the common case: every entry (used or not) is valid
+    if block_size:
+        used = torch.tensor([-(-kv // block_size) for kv in kv_lens[:rows]], device=table.device)
+        used = torch.arange(table.shape[1], device=table.device) < used[:, None]
+    else:
+        used = torch.ones_like(table, dtype=torch.bool)
+    bad = used & ((table < 0) | (table >= num_blocks))
+    if not bool(bad.any()):
+        return []
+    row = int(bad.any(dim=1).nonzero()[0])
+    return table[row][bad[row]].tolist()
+
+
+@contract(*PAGED_FA_OPS)
+def fa_paged(call: Call) -> None:
+    view = call.view
+    if view is None or not view.paged or view.cache_broken:
+        return
+    bs_arg = view.roles.block_size
+    bs = view.block_size
+    if bs == 0:
+        call.fail("KV302", bs_arg, "the cache's block size (mandatory with a block_table)", "0 (the default)",
+                  "the operator cannot address the paged cache")
+        return
+    cache = view.k
+    block_axis = BLOCK_AXIS[cache.dim()]
+    cache_shape = cache.shape
+    if int(cache_shape[block_axis]) != bs:
+        call.fail("KV312", bs_arg, f"the cache's block dimension {int(cache_shape[block_axis])} "
+                  f"(dim {block_axis} of {shape_of(cache)})", str(bs),
+                  "every block is read with the wrong stride: tokens come from the wrong slots")
+        return
+    q_seq = view.q_seq if view.q_seq is not None else 2
+    mla = view.head_dim == FA.mla_latent_dim and view.query_rope is not None
+    rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
+    if not BLOCK_SIZE.allowed(bs, **rule):
+        call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
+        return
+    check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]), exact=view.tnd)
+
+
+@contract("_npu_paged_attention")
+def atb_paged(call: Call) -> None:
+    roles = FACTS.operator(call.name).roles
+    query, cache, table = call.get(roles["query"]), call.get(roles["cache"]), call.get(roles["block_table"])
+    if not all(isinstance(t, _Tensor) for t in (query, cache, table)):
+        return
+    if cache.dim() != 4:
+        call.fail("KV312", roles["cache"], "4-D (num_blocks, block_size, kv_heads, head_dim)", shape_of(cache),
+                  "the paged read addresses the wrong memory")
+        return
+    n, kv = int(call.get(roles["num_heads"])), int(call.get(roles["kv_heads"]))
+    if query.dim() == 3 and int(query.shape[1]) != n:
+        call.fail("KV111", roles["num_heads"], f"the query's head count {int(query.shape[1])}", str(n),
+                  "the operator splits the query into the wrong heads")
+        return
+    if kv <= 0 or n % kv or int(cache.shape[2]) != kv:
+        call.fail("KV112", roles["kv_heads"], f"the cache's head count {int(cache.shape[2])}, dividing {n}",
+                  str(kv), "grouped-query attention maps query heads to the wrong KV heads")
+        return
+    check_table(call, table, int(query.shape[0]), int(cache.shape[1]), roles["kv_lens"], int(cache.shape[0]))

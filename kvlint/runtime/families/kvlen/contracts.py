@@ -1,0 +1,113 @@
+"""kv_len discipline (KV401): the length / slot / table tensors a forward step passes to its
+layers must not change between layers. Reads version counters only (no values, no sync).
+
+A step is inferred: each (operator, argument) remembers the tensor it last saw (identity, data
+pointer, `_version`) and which layers saw that version. A layer is identified by its own KV cache
+(the data pointer of the cache argument named in rules/facts/kvlen.toml [tracked_layer]: no frame
+walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a layer again means a new step began (the runner
+may advance kv_len between steps); a new version seen by a layer that has not yet run in this
+step means the tensor was mutated between two layers of one step."""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from kvlint.runtime import callsite
+from kvlint.runtime.call import Call
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
+
+_state: dict = {}
+_lock = threading.Lock()
+
+
+def reset() -> None:
+    with _lock:
+        _state.clear()
+
+
+# Inference tensors (made under torch.inference_mode) have no version counter: readable ones
+# of at most this many elements are told apart by their values instead; bigger ones are skipped.
+FINGERPRINT_LIMIT = 4096
+
+
+def _version_of(call: Call, tensor: torch.Tensor):
+    """The tensor's version counter, or for an inference tensor a fingerprint of its values
+    (None: not trackable in this mode)."""
+    try:
+        return tensor._version
+    except RuntimeError:  # "Inference tensors do not track version counter"
+        if tensor.numel() <= FINGERPRINT_LIMIT and call.readable(tensor):
+            return ("values",) + tuple(tensor.reshape(-1).tolist())
+        return None
+
+
+def _observe(key, tensor: torch.Tensor, layer, version):
+    """Record that `layer` saw `tensor` (at `version`) for (operator, argument) `key`; return
+    (old, new) version when it was mutated in place since an earlier layer of the same step."""
+    state = _state.get(key)
+    ident = id(tensor)  # with the data pointer; no reference is kept
+    if state is None or state[0] != ident or state[1] != tensor.data_ptr():
+        _state[key] = [ident, tensor.data_ptr(), version, {layer}]
+        return None
+    layers = state[3]
+    if version == state[2]:
+        if layer in layers:
+            layers.clear()  # a new step, unchanged tensor
+        layers.add(layer)
+        return None
+    seen_version, state[2] = state[2], version
+    if layer in layers:  # a new step: the runner advanced the tensor between steps
+        layers.clear()
+        layers.add(layer)
+        return None
+    layers.add(layer)
+    return seen_version, version
+
+
+_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in load_facts().table("tracked").items()}
+_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in load_facts().table("tracked_layer").items()}
+_Tensor = torch.Tensor
+
+
+def _layer(call: Call):
+    """(scheme, layer key): the layer's own KV cache (its data pointer) when the call passes one,
+    else the nearest calling torch.nn.Module or call site (a frame walk). The two schemes keep
+    separate states: a tensor seen by paged and by non-paged calls is tracked once per scheme."""
+    spec = _LAYER_CACHE.get(call.name)
+    if spec is not None:
+        args = call.args
+        cache = args.get(spec[0])
+        if type(cache) is _Tensor and (spec[1] is None or isinstance(args.get(spec[1]), _Tensor)):
+            pointer = cache.data_ptr()
+            if pointer:
+                return "cache", pointer
+    return "frame", callsite.layer_key(call.frame())
+
+
+def _describe(before, after) -> str:
+    if isinstance(before, tuple) or isinstance(after, tuple):
+        return f"values {list(before[1:]) if isinstance(before, tuple) else before} -> " \
+               f"{list(after[1:]) if isinstance(after, tuple) else after}"
+    return f"version {before} -> {after}"
+
+
+@contract(*_TRACKED.keys())
+def kv_len_discipline(call: Call) -> None:
+    if call.tracing:
+        return  # meta stand-ins of traced tensors: no identity, no version
+    args = call.args
+    seen = [(key, tensor, version) for key in _TRACKED[call.name]
+            if type(tensor := args.get(key[1])) is _Tensor and (version := _version_of(call, tensor)) is not None]
+    if not seen:
+        return
+    scheme, layer = _layer(call)
+    with _lock:
+        mutated = [(key[1], change) for key, tensor, version in seen
+                   if (change := _observe(key + (scheme,), tensor, layer, version)) is not None]
+    for arg, (before, after) in mutated:
+        call.fail("KV401", arg, "unchanged between the layers of one forward step",
+                  f"mutated in place since the previous layer's call ({_describe(before, after)})",
+                  "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
+                  "(advance kv_len once per step, outside model.forward)")
