@@ -320,3 +320,20 @@ def test_installed_command_end_to_end(work):
                            "--output-format", "concise", "bad.py", "mask.py"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-2:] == ["Found 4 errors.", "[*] 4 fixable with the `--fix` option."]
+
+
+def test_rule_pages_show_heuristic_options_where_they_live(tmp_path, capsys):
+    from kvlint.catalog import load_catalog
+    from kvlint.rule_docs import heuristic_options
+
+    pages = [code for code, info in load_catalog().rules.items() if heuristic_options(info)]
+    assert "KV203" in pages and "KV401" in pages
+    for code in pages:
+        page = (ROOT / "docs" / "rules" / f"{code}.md").read_text()
+        block = page.split("```toml\n")[1].split("```")[0]
+        assert block.startswith("[tool.kvlint.heuristics]\n")
+        # the snippet, with a word filled in, is a configuration kvlint accepts
+        (tmp_path / "pyproject.toml").write_text(block.replace('["..."]', '["my_word"]'))
+        (tmp_path / "m.py").write_text("")
+        assert main(["check", "--no-cache", str(tmp_path / "m.py")]) == 0, capsys.readouterr().err
+        capsys.readouterr()
