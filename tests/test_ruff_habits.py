@@ -337,3 +337,16 @@ def test_rule_pages_show_heuristic_options_where_they_live(tmp_path, capsys):
         (tmp_path / "m.py").write_text("")
         assert main(["check", "--no-cache", str(tmp_path / "m.py")]) == 0, capsys.readouterr().err
         capsys.readouterr()
+
+
+def test_docs_snippets_pin_a_real_rev_and_grant_code_scanning():
+    from kvlint import __version__
+    from kvlint.links import HOMEPAGE
+
+    for doc in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = doc.read_text()
+        assert re.search(rf"- repo: {re.escape(HOMEPAGE)}\s.*\n\s+rev: v{re.escape(__version__)}\s", text), doc
+        assert "<org>" not in text
+    guide = (ROOT / "docs" / "getting-started.md").read_text()
+    assert "security-events: write" in guide and "upload-sarif" in guide
+    assert "clones the hook repository" in guide
