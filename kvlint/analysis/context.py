@@ -215,14 +215,34 @@ class Context:
 
     # -- layers -----------------------------------------------------------------------------
     def layer_class(self, node: ast.AST) -> Optional[ast.ClassDef]:
-        """LAYER_CLASS: the enclosing class when its name says it is an attention/decoder layer."""
+        """LAYER_CLASS: the enclosing class when its name says it is an attention/decoder layer
+        and it is not a `torch.autograd.Function` (whose `ctx` is per-call state, whatever the
+        class is called)."""
         cls = self.index.enclosing_class(node)
-        if cls is None or _words_in(cls.name, self.names.not_layer_class_words):
+        if cls is None or _words_in(cls.name, self.names.not_layer_class_words) or self.is_autograd_function(cls):
             return None
         name = re.sub(r"(V\d+|\d+)$", "", cls.name)
         if any(name.endswith(w) for w in self.names.layer_class_words) or "Attention" in name or "Attn" in name:
             return cls
         return None
+
+    def is_autograd_function(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """AUTOGRAD_FUNCTION: `class F(torch.autograd.Function)` (through import aliases, or a
+        base class of this module that is one). Its forward/backward run once per call on
+        their own `ctx`: not a layer."""
+        local = {c.name: c for c in self.index.classes}
+        for base in cls.bases:
+            name = dotted_name(base)
+            if name is None:
+                continue
+            head, _, rest = name.partition(".")
+            qualified = self.index.imports.get(head, head) + ("." + rest if rest else "")
+            if qualified.startswith("torch.autograd.") and qualified.endswith(".Function"):
+                return True
+            if name in local and local[name] is not cls and depth < 5 \
+                    and self.is_autograd_function(local[name], depth + 1):
+                return True
+        return False
 
     def per_layer_loop(self, node: ast.AST) -> Optional[ast.AST]:
         """PER_LAYER_LOOP: an enclosing `for x in <...>layers` loop whose body holds `node`."""

@@ -8,7 +8,9 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fixes import module_head, set_keyword
 from kvlint.checks.masks import mask_constructions
-from kvlint.checks.operators import FUSED_ATTENTION
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 LITERAL_FACTORIES = ("ones", "zeros")
 
@@ -34,7 +36,7 @@ def _module_call(node: ast.expr, names) -> bool:
 @register
 class FloatMask(Rule):
     code = "KV205"
-    operators = FUSED_ATTENTION
+    operators = FACTS.family("fused_attention")
 
     def check_call(self, oc, ctx: FileContext):
         for site in mask_constructions(oc, ctx):

@@ -5,7 +5,10 @@ from typing import Optional, Set
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+MASK_READERS = FACTS.family("mask_readers")
 
 INPLACE = frozenset({
     "masked_fill_", "fill_", "mul_", "add_", "sub_", "div_", "copy_", "zero_", "tril_", "triu_",

@@ -10,7 +10,10 @@ from kvlint.analysis.findings import Edit, Fix
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import PAGED_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+PAGED_READERS = FACTS.family("paged_readers")
 
 BLOCK_TABLE_NAMES = ("block_table", "block_tables")
 # For the byte pre-filter: an assignment to one of those names, attributes or dict entries.

@@ -8,11 +8,12 @@ from typing import List, Optional, Set
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN
 from kvlint.checks.base import FileContext
+from kvlint.facts import load_facts
 
-CAUSAL_OR_BAND = {2, 3, 4}
+FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
 # diffusion models): ignoring it changes nothing.
-UNBOUNDED_TOKENS = 65535
+UNBOUNDED_TOKENS = FACTS.fa.sparse.unbounded_tokens
 
 
 @dataclass
@@ -36,16 +37,16 @@ def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
     args = ctx.args(oc.call)
     modes: Set[object] = set()
     mode_node = None
-    kws = args.keywords.get("sparse_mode", [])
+    kws = args.keywords.get(FACTS.keyword(oc.name, "sparse_mode") or "sparse_mode", [])
     if kws:
         mode_node = kws[0].node
         for kw in kws:
             modes.update(ctx.values.literal_values(kw.value, oc.call))
         if any(kw.conditional for kw in kws):
-            modes.add(0)
+            modes.add(FACTS.fa.sparse.default_mask)
     else:
-        modes.add(0)
-    mask_kws = args.keywords.get("atten_mask", [])
+        modes.add(FACTS.fa.sparse.default_mask)
+    mask_kws = args.keywords.get(FACTS.keyword(oc.name, "mask") or "atten_mask", [])
     mask_values: List[object] = []
     for kw in mask_kws:
         mask_values.extend(ctx.values.literal_values(kw.value, oc.call))
@@ -56,7 +57,7 @@ def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
 
 def token_window_values(oc: OperatorCall, ctx: FileContext, name: str):
     """(keyword node, literal candidates) of pre_tokens / next_tokens, or None if not passed."""
-    kws = ctx.args(oc.call).keywords.get(name, [])
+    kws = ctx.args(oc.call).keywords.get(FACTS.keyword(oc.name, name) or name, [])
     if not kws:
         return None
     values = []

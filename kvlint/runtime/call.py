@@ -24,7 +24,7 @@ def dtype_name(dtype) -> str:
 
 
 def dtypes(names) -> frozenset:
-    """torch dtypes from their names (rules/contracts.toml), for `tensor.dtype in ...` tests."""
+    """torch dtypes from their names (rules/facts/), for `tensor.dtype in ...` tests."""
     return frozenset(getattr(torch, name) for name in names if hasattr(torch, name))
 
 

@@ -7,7 +7,10 @@ from typing import Optional, Tuple
 
 from torch.nn import Module
 
-_SKIP_PACKAGES = ("kvlint", "torch", "torch_npu", "cann_ops_transformer", "torchair", "functools",
+from kvlint.facts import load_facts
+
+# the operator packages (rules/facts/operators.toml) and what wraps them
+_SKIP_PACKAGES = ("kvlint", "torch", *load_facts().namespaces.packages, "torchair", "functools",
                   "contextlib", "_pytest", "pluggy")
 _skip_dirs: Optional[Tuple[str, ...]] = None
 

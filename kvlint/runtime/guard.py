@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from kvlint.catalog import load_catalog
+from kvlint.facts import load_facts
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
 from kvlint.runtime.contracts import contracts_for
@@ -25,7 +26,7 @@ from kvlint.runtime.errors import ContractError, ContractWarning, Finding
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
-OPERATOR_PACKAGES = ("torch_npu", "cann_ops_transformer")
+OPERATOR_PACKAGES = load_facts().namespaces.packages
 
 _lock = threading.RLock()
 _handles: List["GuardHandle"] = []
@@ -68,10 +69,7 @@ class _Spec:
         self.contracts = contracts
 
 
-def _base_name(name: str) -> str:
-    if name.startswith("_") and name.endswith("_get_max_workspace"):
-        return name[1:-len("_get_max_workspace")]
-    return name
+_base_name = load_facts().namespaces.base_name
 
 
 def _import_operator_packages() -> None:

@@ -36,10 +36,11 @@ def _rank(fn) -> int:
 
 
 def contracts_for(op) -> List[Callable]:
-    from kvlint.runtime.guard import _base_name
+    from kvlint.facts import load_facts
 
     _load()
-    return sorted(_REGISTRY.get(_base_name(op.name), ()), key=_rank)  # stable: registration order within a module
+    base = load_facts().namespaces.base_name(op.name)
+    return sorted(_REGISTRY.get(base, ()), key=_rank)  # stable: registration order within a module
 
 
 def registered() -> Dict[str, List[Callable]]:

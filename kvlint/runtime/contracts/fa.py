@@ -3,7 +3,7 @@ MLA rope, attention mask (dtype, sparse-mode forms, coverage) and length lists.
 
 `fa_view`, the family's first contract, derives batch, sequence, heads and head size from the
 layout once per call (`call.view`); every other check reads it. The operators' keyword names
-come from rules/contracts.toml ([fa.ops.*]); data is read once, at import."""
+and limits come from rules/facts/ (kvlint.facts), read once, at import."""
 from __future__ import annotations
 
 from typing import Optional
@@ -12,40 +12,43 @@ import torch
 
 from kvlint.runtime.call import Call, dtype_name, dtypes as _dtypes, shape_of
 from kvlint.runtime.contracts import contract
-from kvlint.runtime.data import contracts_data
+from kvlint.facts import load_facts
 
-FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
-          "npu_incre_flash_attention", "npu_prompt_flash_attention", "npu_fusion_attention")
-INT_MAX = 2147483647
-
-DATA = contracts_data()["fa"]
-LAYOUT_RANK = DATA["layout_rank"]
+FACTS = load_facts()
+FA_OPS = FACTS.family("fa_layout")
+DATA = FACTS.fa
+LAYOUT_RANK = DATA.layout_rank
 LAYOUT_BASE = {layout: layout.split("_")[0] for layout in LAYOUT_RANK}
-HEAD_AXIS = DATA["head_axis"]
-QUERY_DTYPES = _dtypes(DATA["query_dtypes"])
-KV_DTYPES = _dtypes(DATA["kv_dtypes"])
-MASK_DTYPES = _dtypes(DATA["mask_dtypes"])
-PAGED_CACHE_RANKS = frozenset(DATA["paged_cache_ranks"])
-SPARSE_MODES = frozenset(DATA["sparse_modes"])
-OPTIMIZED_SPARSE_MODES = frozenset(DATA["optimized_sparse_modes"])
-TND_SPARSE_WITH_MASK = frozenset(DATA["tnd_sparse_with_mask"])
+HEAD_AXIS = DATA.head_axis
+QUERY_DTYPES = _dtypes(DATA.query_dtypes)
+KV_DTYPES = _dtypes(DATA.kv_dtypes)
+MASK_DTYPES = _dtypes(DATA.mask.dtypes)
+PAGED_CACHE_RANKS = frozenset(DATA.paged_cache_ranks)
+OPTIMIZED_SPARSE_MODES = frozenset(DATA.mask.compressed_modes)
+TND_SPARSE_WITH_MASK = frozenset(DATA.mask.tnd_modes_with_mask)
+_SQ = "x".join(map(str, DATA.mask.compressed_shapes[0]))   # the compressed mask, for messages
+_SHAPES = [tuple(s) for s in DATA.mask.compressed_shapes]
+_SHOWN_SHAPES = ", ".join(map(str, _SHAPES[:-1])) + f" or {_SHAPES[-1]}"
 _Tensor = torch.Tensor
 
 
 class Roles:
-    """Role -> keyword name of one FA-like operator ([fa.ops.X]); None when it has no such role."""
+    """Role -> keyword name of one FA-like operator (rules/facts/operators.toml); None when it
+    has no such role. `sparse_modes`: the values the operator accepts."""
 
     __slots__ = ("num_heads", "kv_heads", "scale", "q_lens", "kv_lens", "sparse_mode", "layout", "mask",
-                 "block_table", "block_size", "query_rope", "key_rope", "kv_heads_arg", "mask_arg")
+                 "block_table", "block_size", "query_rope", "key_rope", "kv_heads_arg", "mask_arg",
+                 "sparse_modes")
 
-    def __init__(self, names: dict):
+    def __init__(self, op):
         for slot in self.__slots__:
-            setattr(self, slot, names.get(slot))
+            setattr(self, slot, op.keyword(slot))
         self.kv_heads_arg = self.kv_heads or "num_key_value_heads"   # for messages
         self.mask_arg = self.mask or "atten_mask"
+        self.sparse_modes = frozenset(op.sparse_modes or ())
 
 
-ROLES = {name: Roles(names) for name, names in DATA["ops"].items()}
+ROLES = {name: Roles(FACTS.operator(name)) for name in FA_OPS}
 
 
 class FaView:
@@ -154,7 +157,7 @@ def heads(call: Call) -> None:
                   "the operator cannot split H into heads")
         return
     kv = view.kv_heads or n
-    group = DATA["max_group"]
+    group = DATA.max_group
     if n % kv or n // kv > group:
         call.fail("KV112", roles.kv_heads_arg, f"a divisor of {name}={n} with {name}/kv_heads <= {group}", str(kv),
                   "grouped-query attention maps query heads to the wrong KV heads")
@@ -185,7 +188,7 @@ def key_value_shapes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     rope = view.query_rope
-    mla = rope is not None or (view.head_dim == DATA["mla_latent_dim"])
+    mla = rope is not None or (view.head_dim == DATA.mla_latent_dim)
     if not mla and k.shape != v.shape:
         call.fail("KV113", "value", f"the key's shape {shape_of(k)}", shape_of(v),
                   "the operator errors out or reads past the value tensor")
@@ -231,12 +234,12 @@ def dtypes(call: Call) -> None:
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
     if qd not in QUERY_DTYPES:
-        call.fail("KV115", "query", " or ".join(DATA["query_dtypes"]), dtype_name(qd),
+        call.fail("KV115", "query", " or ".join(DATA.query_dtypes), dtype_name(qd),
                   "the operator rejects the dtype")
         return
     for name, t in (("key", k), ("value", v)):
         if t.dtype not in KV_DTYPES:
-            call.fail("KV115", name, " or ".join(DATA["kv_dtypes"]), dtype_name(t.dtype),
+            call.fail("KV115", name, " or ".join(DATA.kv_dtypes), dtype_name(t.dtype),
                       "the operator rejects the dtype")
             return
     if kd != qd and q.is_floating_point() and k.is_floating_point():
@@ -273,16 +276,16 @@ def mla_rope(call: Call) -> None:
                   "the rope half of the scores is dropped or the operator errors out")
         return
     for name, t in (("query_rope", qr), ("key_rope", kr)):
-        if int(t.shape[-1]) != DATA["mla_rope_dim"]:
-            call.fail("KV510", name, f"head dim {DATA['mla_rope_dim']}", str(int(t.shape[-1])),
+        if int(t.shape[-1]) != DATA.mla_rope_dim:
+            call.fail("KV510", name, f"head dim {DATA.mla_rope_dim}", str(int(t.shape[-1])),
                       "the operator rejects the call")
             return
     d = view.head_dim
-    if d not in DATA["mla_query_dims"]:
-        call.fail("KV510", "query", f"head dim in {DATA['mla_query_dims']} with rope", str(d),
+    if d not in DATA.mla_query_dims:
+        call.fail("KV510", "query", f"head dim in {list(DATA.mla_query_dims)} with rope", str(d),
                   "the MLA kernel does not exist for this size")
         return
-    if d == DATA["mla_latent_dim"]:
+    if d == DATA.mla_latent_dim:
         kv = view.kv_heads or view.num_heads
         if kv != 1:
             call.fail("KV510", view.roles.kv_heads, "1 for the 512-wide latent (MLA absorb)", str(kv),
@@ -303,26 +306,25 @@ def mask(call: Call) -> None:
     if m is None and sparse == 0 and not view.tnd:
         return  # the common no-mask call: nothing below applies
     name = roles.mask_arg
-    if roles.sparse_mode and sparse not in SPARSE_MODES:
-        call.fail("KV213", "sparse_mode", f"one of {DATA['sparse_modes']}", str(sparse),
-                  "modes 5-8 are not implemented; others error out")
+    if roles.sparse_mode and sparse not in roles.sparse_modes:
+        call.fail("KV213", roles.sparse_mode, f"one of {sorted(roles.sparse_modes)}", str(sparse),
+                  f"{call.name} does not implement it and errors out")
         return
     if m is not None and m.dtype not in MASK_DTYPES:
-        call.fail("KV205", name, " or ".join(DATA["mask_dtypes"]), dtype_name(m.dtype),
+        call.fail("KV205", name, " or ".join(DATA.mask.dtypes), dtype_name(m.dtype),
                   "a float mask is rejected (or, in older builds, misread as a boolean one)")
         return
     if view.tnd and roles.sparse_mode:
         if (m is None and sparse != 0) or (m is not None and sparse not in TND_SPARSE_WITH_MASK):
-            call.fail("KV212", "sparse_mode", "0 without atten_mask, or 3/4 with the 2048x2048 mask (TND)",
+            call.fail("KV212", "sparse_mode", f"0 without atten_mask, or {'/'.join(map(str, sorted(TND_SPARSE_WITH_MASK)))} with the {_SQ} mask (TND)",
                       f"{sparse} {'without' if m is None else 'with'} a mask", "TND attention is masked wrongly")
             return
     if sparse in OPTIMIZED_SPARSE_MODES:
         if m is None:
-            call.fail("KV201", name, f"the 2048x2048 causal mask for sparse_mode={sparse}", "None",
+            call.fail("KV201", name, f"the {_SQ} causal mask for sparse_mode={sparse}", "None",
                       "the operator errors out, or attends to future tokens")
-        elif [int(s) for s in m.shape] not in DATA["optimized_mask_shapes"]:
-            call.fail("KV206", name, "(2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048) for "
-                      f"sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
+        elif not DATA.mask.is_compressed_shape(m.shape):
+            call.fail("KV206", name, f"{_SHOWN_SHAPES} for sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
         return
     if m is None or sparse not in (0, 1) or view.tnd:
         return

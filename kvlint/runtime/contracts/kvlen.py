@@ -3,7 +3,7 @@ layers must not change between layers. Reads version counters only (no values, n
 
 A step is inferred: each (operator, argument) remembers the tensor it last saw (identity, data
 pointer, `_version`) and which layers saw that version. A layer is identified by its own KV cache
-(the data pointer of the cache argument named in rules/contracts.toml [tracked_layer]: no frame
+(the data pointer of the cache argument named in rules/facts/kvlen.toml [tracked_layer]: no frame
 walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a layer again means a new step began (the runner
 may advance kv_len between steps); a new version seen by a layer that has not yet run in this
 step means the tensor was mutated between two layers of one step."""
@@ -16,7 +16,7 @@ import torch
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
 from kvlint.runtime.contracts import contract
-from kvlint.runtime.data import contracts_data
+from kvlint.facts import load_facts
 
 _state: dict = {}
 _lock = threading.Lock()
@@ -51,8 +51,8 @@ def _observe(key, tensor: torch.Tensor, layer):
     return seen_version, version
 
 
-_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in contracts_data()["tracked"].items()}
-_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in contracts_data()["tracked_layer"].items()}
+_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in load_facts().table("tracked").items()}
+_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in load_facts().table("tracked_layer").items()}
 _Tensor = torch.Tensor
 
 

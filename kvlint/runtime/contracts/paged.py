@@ -9,14 +9,13 @@ import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
 from kvlint.runtime.contracts import contract, fa  # noqa: F401  (fa_view, which sets call.view, registers first)
-from kvlint.runtime.data import contracts_data
+from kvlint.facts import load_facts
 
-PAGED_FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
-                "npu_incre_flash_attention")
-FA = contracts_data()["fa"]
-ATB_ROLES = contracts_data()["paged_atb"]
-BLOCK_AXIS = {int(rank): axis for rank, axis in FA["paged_cache_block_axis"].items()}
-DECODE_ALIGN = {getattr(torch, name): align for name, align in FA["decode_block_alignment"].items()}
+FACTS = load_facts()
+PAGED_FA_OPS = FACTS.family("paged_readers")
+FA = FACTS.fa
+BLOCK_SIZE = FA.block_size
+BLOCK_AXIS = dict(FA.paged_cache_block_axis)
 _Tensor = torch.Tensor
 _chain = chain.from_iterable
 
@@ -108,30 +107,17 @@ def fa_paged(call: Call) -> None:
                   "every block is read with the wrong stride: tokens come from the wrong slots")
         return
     q_seq = view.q_seq if view.q_seq is not None else 2
-    mla = view.head_dim == FA["mla_latent_dim"] and view.query_rope is not None
-    step, largest = FA["prefill_block_multiple"], FA["max_block_size"]
-    if mla:
-        ok = bs in FA["mla_block_sizes"]
-    elif q_seq > 1:
-        ok = step <= bs <= largest and bs % step == 0
-    else:
-        align = DECODE_ALIGN.get(view.q.dtype, 16)
-        ok = 0 < bs <= largest and bs % align == 0
-    if not ok:
-        if mla:
-            expected = f"one of {FA['mla_block_sizes']} (MLA, D=512)"
-        elif q_seq > 1:
-            expected = f"a multiple of {step} in [{step}, {largest}] (query length > 1)"
-        else:
-            expected = f"a multiple of {align} <= {largest} (decode)"
-        call.fail("KV311", bs_arg, expected, str(bs), "the operator rejects the block size")
+    mla = view.head_dim == FA.mla_latent_dim and view.query_rope is not None
+    rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
+    if not BLOCK_SIZE.allowed(bs, **rule):
+        call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
         return
     check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]))
 
 
 @contract("_npu_paged_attention")
 def atb_paged(call: Call) -> None:
-    roles = ATB_ROLES[call.name]
+    roles = FACTS.operator(call.name).roles
     query, cache, table = call.get(roles["query"]), call.get(roles["cache"]), call.get(roles["block_table"])
     if not all(isinstance(t, _Tensor) for t in (query, cache, table)):
         return
