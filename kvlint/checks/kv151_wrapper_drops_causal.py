@@ -4,7 +4,9 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+MASK_READERS = load_facts().family("mask_readers")
 
 CAUSAL_PARAMS = ("causal", "is_causal")
 # Reads that cannot change the call: logging and checks.

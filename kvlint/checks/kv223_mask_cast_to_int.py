@@ -8,7 +8,9 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.kv222_mask_cast_to_bool import KEEPING, MaskCastToBool
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+MASK_READERS = load_facts().family("mask_readers")
 from kvlint.checks.roles import role_values
 
 INT_DTYPES = ("int8", "uint8")

@@ -7,7 +7,9 @@ from kvlint.analysis.values import UNKNOWN
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import param_values, passes_value
-from kvlint.checks.operators import PAGED_READERS
+from kvlint.facts import load_facts
+
+PAGED_READERS = load_facts().family("paged_readers")
 from kvlint.checks.roles import role_node, role_values
 
 RESHAPES = ("view", "reshape")
