@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from kvlint.analysis.findings import Edit, Fix
 from kvlint.analysis.resolve import OperatorCall
@@ -35,6 +35,23 @@ def other_version_name(op_name: str, keyword: str, ctx: FileContext) -> Optional
     if other is not None and keyword in other.keyword_names:
         return label, ""
     return None
+
+
+def misnamed(oc: OperatorCall, ctx: FileContext, keyword: str) -> List[KeywordArg]:
+    """The arguments passed for `keyword` under another name that KV101 (the other FA
+    version's name) or KV102 (a documented keyword hint, `scale` for `scale_value`) reports
+    with `keyword` as the right name. Such a value is there, misnamed: the rules about that
+    keyword being left at its default (KV103, KV104) or dropped by a wrapper (KV150) leave the
+    call to KV101/KV102 (one mistake, one finding)."""
+    hints = load_facts().keyword_hints.get(oc.name, {})
+    out = []
+    for kw in unknown_keywords(oc, ctx):
+        other = other_version_name(oc.name, kw.name, ctx)
+        hint = hints.get(kw.name)
+        if (other is not None and other[1] == keyword) or (other is None and hint is not None
+                                                            and hint.use == keyword):
+            out.append(kw)
+    return out
 
 
 def rename_fix(kw: KeywordArg, new: str, ctx: FileContext) -> Optional[Fix]:

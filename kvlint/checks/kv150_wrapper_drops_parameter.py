@@ -6,6 +6,7 @@ from typing import Dict, List, Set
 from kvlint.analysis.module import FunctionNode
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.keywords import misnamed
 from kvlint.facts import load_facts
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
@@ -62,7 +63,9 @@ class WrapperDropsParameter(Rule):
         if concept == "mask":
             values = args.values(MASK_KEYWORD)
         else:
-            values = args.values(FACTS.keyword(oc.name, "scale") or "scale") + args.values("scale")
+            keyword = FACTS.keyword(oc.name, "scale") or "scale"
+            values = args.values(keyword) + args.values("scale")
+            values += [kw.value for kw in misnamed(oc, ctx, keyword)]  # KV101's finding, not ours
         values += list(args.positional)
         return any(self._depends(v, name, func, ctx, set(), 0) for v in values)
 
