@@ -1,5 +1,6 @@
-"""Shared by the rules that attach fixes: small, position-exact text edits (applied and
-verified through libcst by kvlint/fix.py)."""
+"""Shared by the rules that attach fixes. Adding an argument is a libcst transformation of
+the call (kvlint/cst_edit.py: the call's layout is kept); renames and value replacements are
+position-exact edits of one token or expression. kvlint/fix.py applies and verifies them."""
 from __future__ import annotations
 
 import ast
@@ -10,15 +11,26 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks.base import FileContext
 
 
+def cst_index(ctx: FileContext):
+    """The file's libcst index, built on the first fix that needs it."""
+    index = getattr(ctx, "_cst_index", None)
+    if index is None:
+        from kvlint.cst_edit import CstIndex
+
+        index = ctx._cst_index = CstIndex(ctx.source.text)
+    return index
+
+
 def add_keyword(call: ast.Call, text: str, ctx: FileContext) -> Optional[Edit]:
-    """Insert `, name=value` right after the call's last argument (so a trailing comma and
-    any comment after it stay where they are). None for a call without arguments."""
-    nodes = list(call.args) + list(call.keywords)
-    if not nodes:
+    """Add `name=value` (`text`) after the call's last argument, as a libcst transformation
+    of the call that keeps its layout (one argument per line stays so; a trailing comma and a
+    comment after it stay). None for a call without arguments or one libcst does not see."""
+    from kvlint.cst_edit import add_keyword_edit
+
+    if not (call.args or call.keywords):
         return None
-    last = max(nodes, key=lambda n: (n.end_lineno, n.end_col_offset))
-    _, _, end_line, end_col = ctx.index.span(last)
-    return Edit((end_line, end_col), (end_line, end_col), f", {text}")
+    name, _, value = text.partition("=")
+    return add_keyword_edit(cst_index(ctx), ctx.index.span(call), name.strip(), value.strip())
 
 
 def set_keyword(call: ast.Call, name: str, value: str, ctx: FileContext) -> Optional[Edit]:
