@@ -8,9 +8,9 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import param_values, passes_value
 from kvlint.facts import load_facts
+from kvlint.checks.roles import role_node, role_values
 
 PAGED_READERS = load_facts().family("paged_readers")
-from kvlint.checks.roles import role_node, role_values
 
 RESHAPES = ("view", "reshape")
 KEEPING = ("contiguous", "clone", "detach", "npu")
