@@ -11,34 +11,43 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks.base import FileContext
 
 
-def cst_index(ctx: FileContext):
-    """The file's libcst index, built on the first fix that needs it."""
-    index = getattr(ctx, "_cst_index", None)
-    if index is None:
-        from kvlint.cst_edit import CstIndex
+def fragment(call: ast.Call, ctx: FileContext):
+    """The call's libcst fragment (kvlint/cst_edit.py), built once per call."""
+    from kvlint.cst_edit import CallFragment
 
-        index = ctx._cst_index = CstIndex(ctx.source.text)
-    return index
+    cache = ctx.__dict__.setdefault("_cst_fragments", {})
+    found = cache.get(id(call))
+    if found is None or found[0] is not call:
+        found = cache[id(call)] = (call, CallFragment(ctx.text(call), ctx.index.span(call)))
+    return found[1]
 
 
 def add_keyword(call: ast.Call, text: str, ctx: FileContext) -> Optional[Edit]:
-    """Add `name=value` (`text`) after the call's last argument, as a libcst transformation
-    of the call that keeps its layout (one argument per line stays so; a trailing comma and a
-    comment after it stay). None for a call without arguments or one libcst does not see."""
+    """Add `name=value` (`text`) after the call's last argument: a libcst transformation of
+    the call that keeps its layout (one argument per line stays so; a trailing comma and a
+    comment after it stay). None for a call without arguments or one libcst cannot read."""
     from kvlint.cst_edit import add_keyword_edit
 
     if not (call.args or call.keywords):
         return None
     name, _, value = text.partition("=")
-    return add_keyword_edit(cst_index(ctx), ctx.index.span(call), name.strip(), value.strip())
+    return add_keyword_edit(fragment(call, ctx), name.strip(), value.strip())
 
 
 def set_keyword(call: ast.Call, name: str, value: str, ctx: FileContext) -> Optional[Edit]:
-    """`name=value` on `call`: replace the value if the keyword is there, else add it."""
-    for kw in call.keywords:
-        if kw.arg == name:
-            return ctx.edit_replace(kw.value, value)
-    return add_keyword(call, f"{name}={value}", ctx)
+    """`name=value` on `call`: the argument's value replaced if the keyword is there, else
+    added (both libcst transformations of the call)."""
+    from kvlint.cst_edit import set_keyword_edit
+
+    return set_keyword_edit(fragment(call, ctx), name, value)
+
+
+def rename_keyword(call: ast.Call, kw: ast.keyword, new: str, ctx: FileContext) -> Optional[Edit]:
+    """Rename the keyword argument `kw` of `call` to `new` (a libcst transformation)."""
+    from kvlint.cst_edit import rename_keyword_edit
+
+    at = (kw.lineno, ctx.index.char_col(kw.lineno, kw.col_offset))
+    return rename_keyword_edit(fragment(call, ctx), at, kw.arg, new)
 
 
 def module_head(call: ast.Call) -> str:

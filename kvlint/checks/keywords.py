@@ -58,11 +58,14 @@ def rename_fix(kw: KeywordArg, new: str, ctx: FileContext) -> Optional[Fix]:
     """Rename a keyword where it is written: `name=`, a dict key or a `d["name"]` key."""
     node = kw.node
     if isinstance(node, ast.keyword):
-        line = node.lineno
-        col = ctx.index.char_col(line, node.col_offset)
-        if ctx.source.line(line)[col:col + len(kw.name)] != kw.name:
+        call = ctx.index.parent_of(node)
+        if not isinstance(call, ast.Call):
             return None
-        edit = Edit((line, col), (line, col + len(kw.name)), new)
+        from kvlint.checks.fixes import rename_keyword
+
+        edit = rename_keyword(call, node, new, ctx)  # a libcst transformation of the call
+        if edit is None:
+            return None
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         old = ctx.text(node)
         if len(old) < 2 or old[0] not in "\"'" or old[-1] != old[0]:
