@@ -50,6 +50,11 @@ class OperatorFacts:
     name: str
     roles: Mapping[str, str]
     sparse_modes: Optional[Tuple[int, ...]]  # None: the operator has no sparse_mode
+    # the mask dtypes the operator accepts; None: the FA ones ([fa.mask] dtypes)
+    mask_dtypes: Optional[Tuple[str, ...]] = None
+    # without a mask, sparse_mode and the token window do not take effect: full attention
+    # (npu_fusion_attention) instead of an error for the modes that need one (FA, PFA)
+    window_needs_mask: bool = False
 
     def keyword(self, role: str) -> Optional[str]:
         return self.roles.get(role)
@@ -282,7 +287,10 @@ def _operators(raw: Mapping[str, Any]) -> Dict[str, OperatorFacts]:
     for name, spec in raw.items():
         roles = {k: v for k, v in spec.items() if isinstance(v, str)}
         modes = spec.get("sparse_modes")
-        out[name] = OperatorFacts(name, MappingProxyType(roles), _ints(modes) if modes is not None else None)
+        dtypes = spec.get("mask_dtypes")
+        out[name] = OperatorFacts(name, MappingProxyType(roles), _ints(modes) if modes is not None else None,
+                                  tuple(dtypes) if dtypes is not None else None,
+                                  bool(spec.get("window_needs_mask", False)))
     return out
 
 

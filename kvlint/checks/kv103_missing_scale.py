@@ -72,7 +72,7 @@ def scale_fix(call: ast.Call, keyword: str, ctx: FileContext) -> Optional[Fix]:
 @register
 class MissingScale(Rule):
     code = "KV103"
-    operators = FACTS.family("fused_attention")
+    operators = FACTS.family("scale_readers")
 
     def check_call(self, oc, ctx: FileContext):
         finding = missing_keyword(self.code, oc, ctx, "scale",

@@ -10,7 +10,7 @@ from kvlint.checks.fa_calls import literals, param_values
 from kvlint.checks.roles import operators_with, role_values
 
 # HEADS_NAME: a name whose last part is one of these holds the number of attention heads.
-HEADS_NAMES = ("num_heads", "head_num", "n_heads", "nheads", "num_attention_heads", "heads",
+HEADS_NAMES = ("num_heads", "head_num", "n_heads", "nheads", "num_attention_heads", "num_heads",
                "num_q_heads", "num_query_heads", "num_local_heads", "n_head")
 RESHAPES = ("view", "reshape", "unflatten")
 TENSOR_ROLES = ("query", "key", "value")
@@ -47,7 +47,7 @@ def head_splits(expr: ast.expr) -> Iterator[Tuple[ast.BinOp, ast.expr]]:
 @register
 class HeadDimDividedTwice(Rule):
     code = "KV109"
-    operators = operators_with("scale", "heads")
+    operators = operators_with("scale", "num_heads")
 
     def required_words(self, settings):
         return (("shape[-1]", "size(-1)"),)

@@ -12,7 +12,7 @@ SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed ma
 @register
 class PrefillWithoutCausalMask(Rule):
     code = "KV203"
-    operators = FACTS.family("fa")
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         view = sparse_view(oc, ctx)
@@ -23,10 +23,11 @@ class PrefillWithoutCausalMask(Rule):
         phase = ctx.context.phase(oc.call)
         if phase == DECODE:
             return
-        for name in ("next_tokens", "pre_tokens"):
-            window = token_window_values(oc, ctx, name)
+        for role in ("next_tokens", "pre_tokens"):
+            window = token_window_values(oc, ctx, role)
             if window is not None and bounded(window[1]):
                 node, _ = window
+                name = FACTS.keyword(oc.name, role)
                 yield ctx.finding(self.code, node,
                                   f"`{name}` is ignored under sparse_mode 0 without a mask: the "
                                   f"attention silently becomes bidirectional; use sparse_mode=3 "

@@ -20,7 +20,7 @@ def wrong_shape(shape) -> bool:
 @register
 class MaskNot2048(Rule):
     code = "KV206"
-    operators = FACTS.family("sparse_mode_readers")
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         modes = sorted(m for m in sparse_view(oc, ctx).modes if m in MASK.compressed_modes)

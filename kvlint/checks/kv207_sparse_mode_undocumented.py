@@ -2,6 +2,7 @@
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import int_literals, literals
+from kvlint.checks.roles import role_node
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
@@ -10,7 +11,7 @@ FACTS = load_facts()
 @register
 class SparseModeUndocumented(Rule):
     code = "KV207"
-    operators = FACTS.family("sparse_mode_readers")
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         found = literals(oc, ctx, "sparse_mode")
@@ -20,7 +21,7 @@ class SparseModeUndocumented(Rule):
         wrong = sorted(set(v for v in int_literals(found) if v not in allowed))
         if not wrong:
             return
-        node = ctx.args(oc.call).keywords["sparse_mode"][0].node
+        node = role_node(oc, ctx, "sparse_mode")
         v = wrong[0]
         reserved = FACTS.fa.sparse.reserved
         elsewhere = [name for name in self.operators if v in (FACTS.operator(name).sparse_modes or ())]

@@ -12,7 +12,7 @@ FACTS = load_facts()
 @register
 class BandWithoutPreTokens(Rule):
     code = "KV208"
-    operators = FACTS.family("sparse_mode_readers")
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         view = sparse_view(oc, ctx)
@@ -25,13 +25,13 @@ class BandWithoutPreTokens(Rule):
         if pre is None:
             if not omits(oc, ctx, name):
                 return
-            said = "without `pre_tokens`"
+            said = f"without `{name}`"
         elif pre and unlimited is not None and all(v == unlimited for v in pre):
-            said = f"with pre_tokens={unlimited}"
+            said = f"with {name}={unlimited}"
         else:
             return
         yield ctx.finding(
             self.code, view.mode_node,
             f"sparse_mode=4 (band) {said}: the window is unbounded, so the band is full causal "
-            f"attention and the sliding window is silently dropped; pass pre_tokens=<window> "
-            f"and next_tokens=0", anchor=oc.call)
+            f"attention and the sliding window is silently dropped; pass {name}=<window> "
+            f"and {FACTS.keyword(oc.name, 'next_tokens')}=0", anchor=oc.call)

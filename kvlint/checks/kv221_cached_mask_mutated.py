@@ -32,7 +32,12 @@ def _key(expr: ast.expr) -> Optional[str]:
 @register
 class CachedMaskMutated(Rule):
     code = "KV221"
-    trigger_words = ("atten_mask",)
+
+    def words(self, settings):
+        return MASK_READERS  # _mask_attributes starts from their calls
+
+    def required_words(self, settings):
+        return (("atten_mask",),)  # ...and the keyword (or `**dict` key) that feeds the mask
 
     def check_module(self, ctx: FileContext):
         feeding = self._mask_attributes(ctx)

@@ -8,7 +8,7 @@ from typing import Optional
 from kvlint.analysis.context import INPLACE_METHODS, kv_length_write_pattern, layer_class_pattern, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
@@ -45,7 +45,9 @@ def terminal_name(node: ast.expr) -> Optional[str]:
 @register
 class KvLenMutatedInLayer(Rule):
     code = "KV401"
-    trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+    def words(self, settings):
+        # KV_LENGTH_NAMES as configured, in any case (the rule lowercases a name to compare it)
+        return tuple(NoCase(name) for name in settings.names.kv_length_names)
 
     def required_words(self, settings):
         # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)

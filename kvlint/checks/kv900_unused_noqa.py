@@ -15,7 +15,7 @@ from typing import Iterable, List, Set
 
 from kvlint.analysis.findings import Edit, Finding, Fix
 from kvlint.checks import register
-from kvlint.checks.base import Rule
+from kvlint.checks.base import NoCase, Rule
 from kvlint.noqa import NOQA, NoqaIndex
 from kvlint.settings import code_matches
 
@@ -25,7 +25,9 @@ CODE = "KV900"
 @register
 class UnusedNoqa(Rule):
     code = CODE
-    trigger_words = ("noqa", "NOQA")  # the engine's hook does the work; this feeds the pre-filter
+    def words(self, settings):
+        # the engine's hook does the work; this feeds the pre-filter, in any case like `# NoQA`
+        return (NoCase("noqa"),)
 
 
 def unused_noqa(noqa: NoqaIndex, findings: Iterable[Finding], enabled: Set[str], known: Set[str],

@@ -3,7 +3,8 @@ whatever the operator calls that parameter and whether it is passed by keyword o
 
 FA v1 says `pre_tokens`, `npu_fusion_attention` says `pre_tockens` (sic) and takes its mask
 at position 7; rules ask for the role and this module reads the spelling from the operator
-facts and the position from the operator's schema (rules/operators.json).
+facts (rules/facts/operators.toml) and the position from the operator's schema
+(rules/operators.json).
 """
 from __future__ import annotations
 
@@ -12,42 +13,15 @@ from typing import List, Optional, Tuple
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
+from kvlint.facts import load_facts
 
-# role -> keyword, per operator base name. Operator facts (torch_npu 2.14.0 schemas in
-# rules/operators.json; domain.md table 1.3).
-_SPELLINGS = {
-    "npu_fused_infer_attention_score": {
-        "mask": "atten_mask", "sparse_mode": "sparse_mode", "pre_tokens": "pre_tokens",
-        "next_tokens": "next_tokens", "scale": "scale", "heads": "num_heads", "layout": "input_layout",
-        "q_lengths": "actual_seq_lengths", "kv_lengths": "actual_seq_lengths_kv",
-        "block_size": "block_size", "block_table": "block_table",
-    },
-    "npu_fused_infer_attention_score_v2": {
-        "mask": "atten_mask", "sparse_mode": "sparse_mode", "pre_tokens": "pre_tokens",
-        "next_tokens": "next_tokens", "scale": "softmax_scale", "heads": "num_query_heads",
-        "layout": "input_layout", "q_lengths": "actual_seq_qlen", "kv_lengths": "actual_seq_kvlen",
-        "block_size": "block_size", "block_table": "block_table",
-    },
-    "npu_prompt_flash_attention": {
-        "mask": "atten_mask", "sparse_mode": "sparse_mode", "pre_tokens": "pre_tokens",
-        "next_tokens": "next_tokens", "scale": "scale_value", "heads": "num_heads",
-        "layout": "input_layout", "q_lengths": "actual_seq_lengths", "kv_lengths": "actual_seq_lengths_kv",
-    },
-    "npu_incre_flash_attention": {
-        "mask": "atten_mask", "scale": "scale_value", "heads": "num_heads", "layout": "input_layout",
-        "kv_lengths": "actual_seq_lengths", "block_size": "block_size", "block_table": "block_table",
-    },
-    "npu_fusion_attention": {
-        "mask": "atten_mask", "sparse_mode": "sparse_mode", "pre_tokens": "pre_tockens",
-        "next_tokens": "next_tockens", "scale": "scale", "heads": "head_num", "layout": "input_layout",
-        "q_lengths": "actual_seq_qlen", "kv_lengths": "actual_seq_kvlen", "keep_prob": "keep_prob",
-    },
-}
+FACTS = load_facts()
 
 
 def spelling(op_name: str, role: str) -> Optional[str]:
-    """The keyword `op_name` uses for `role`, or None when it has no such parameter."""
-    return _SPELLINGS.get(op_name, {}).get(role)
+    """The keyword `op_name` uses for `role` (rules/facts/operators.toml), or None when it has
+    no such parameter."""
+    return FACTS.keyword(op_name, role)
 
 
 def has_role(op_name: str, role: str) -> bool:
@@ -101,4 +75,4 @@ def role_passed(oc: OperatorCall, ctx: FileContext, role: str) -> Tuple[bool, bo
 
 def operators_with(*roles: str) -> Tuple[str, ...]:
     """The operators (base names) that have a parameter for every one of `roles`."""
-    return tuple(op for op, table in _SPELLINGS.items() if all(r in table for r in roles))
+    return tuple(op for op, facts in FACTS.operators.items() if all(facts.keyword(r) for r in roles))

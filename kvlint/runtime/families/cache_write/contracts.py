@@ -11,7 +11,7 @@ import math
 import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.contracts import contract
+from kvlint.runtime.registry import contract
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
