@@ -66,7 +66,7 @@ def scale_fix(call: ast.Call, keyword: str, ctx: FileContext) -> Optional[Fix]:
     edit = add_keyword(call, f"{keyword}={scale}", ctx)
     if edit is None:
         return None
-    return Fix(f"pass {keyword}={scale}", (edit,), safe=False)
+    return Fix(f"pass `{keyword}={scale}`", (edit,), safe=False)
 
 
 @register
