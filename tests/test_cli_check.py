@@ -68,7 +68,7 @@ def test_missing_path_and_unknown_option_are_usage_errors(tree, capsys):
 @pytest.mark.parametrize("args, codes", [
     (["--select", "KV101"], ["KV101"]),
     (["--select", "KV1"], ["KV101"]),
-    (["--ignore", "KV101"], []),
+    (["--ignore", "KV101"], ["KV103"]),  # KV101 off: the scale is then reported as missing
     (["--select", "KV2"], []),
 ])
 def test_select_and_ignore_by_code_and_prefix(tree, capsys, args, codes):

@@ -89,3 +89,15 @@ def test_one_mistake_one_finding(tmp_path, capsys, name):
     main(["check", "--isolated", "--no-cache", "--extend-select", "ALL", "--format", "json", str(path)])
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert [f["code"] for f in findings] == expected, [f["message"] for f in findings]
+
+
+@pytest.mark.parametrize("selection, expected", [
+    (["--select", "KV103"], ["KV103"]),  # KV101 not running: KV103 is not silenced
+    (["--ignore", "KV101"], ["KV103"]),
+    (["--select", "KV101,KV103"], ["KV101"]),
+])
+def test_nothing_is_subsumed_by_a_rule_that_does_not_run(tmp_path, capsys, selection, expected):
+    path = tmp_path / "m.py"
+    path.write_text("import torch_npu\n\n" + textwrap.dedent(CASES["v1 call, v2 scale name"][0]))
+    main(["check", "--isolated", "--no-cache", "--format", "json", *selection, str(path)])
+    assert [f["code"] for f in json.loads(capsys.readouterr().out)["findings"]] == expected

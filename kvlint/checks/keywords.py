@@ -42,14 +42,16 @@ def misnamed(oc: OperatorCall, ctx: FileContext, keyword: str) -> List[KeywordAr
     version's name) or KV102 (a documented keyword hint, `scale` for `scale_value`) reports
     with `keyword` as the right name. Such a value is there, misnamed: the rules about that
     keyword being left at its default (KV103, KV104) or dropped by a wrapper (KV150) leave the
-    call to KV101/KV102 (one mistake, one finding)."""
+    call to KV101/KV102 (one mistake, one finding) -- when that rule runs: with KV101 (KV102)
+    not enabled, nothing is subsumed, so no mistake goes unreported."""
     hints = load_facts().keyword_hints.get(oc.name, {})
+    by_version, by_hint = ctx.settings.enabled("KV101"), ctx.settings.enabled("KV102")
     out = []
     for kw in unknown_keywords(oc, ctx):
         other = other_version_name(oc.name, kw.name, ctx)
         hint = hints.get(kw.name)
-        if (other is not None and other[1] == keyword) or (other is None and hint is not None
-                                                            and hint.use == keyword):
+        if (by_version and other is not None and other[1] == keyword) or \
+                (by_hint and other is None and hint is not None and hint.use == keyword):
             out.append(kw)
     return out
 
