@@ -78,6 +78,16 @@ class Operator:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """A named heuristic branch of a rule (`[branches.NAME]` in its TOML): its own severity
+    and stable/preview status, measured separately on the ecosystem corpus."""
+    name: str
+    summary: str
+    severity: str
+    preview: bool = False
+
+
+@dataclass(frozen=True)
 class RuleInfo:
     code: str
     name: str
@@ -93,6 +103,11 @@ class RuleInfo:
     enabled_by_default: bool = True
     disabled_reason: str = ""
     extra: Dict[str, Any] = field(default_factory=dict)
+    # preview: below 90% TRUE+JUSTIFIED on the ecosystem corpus (docs/precision.md), or new and
+    # unmeasured; runs only with `--preview` / `preview = true`
+    preview: bool = False
+    preview_reason: str = ""
+    branches: Dict[str, Branch] = field(default_factory=dict)
 
     @property
     def fixable(self) -> bool:
@@ -128,15 +143,22 @@ class Catalog:
         if d.get("code") != path.stem:
             raise ValueError(f"{path}: code {d.get('code')!r} does not match the file name")
         known = {"code", "name", "severity", "summary", "fix", "checked", "what", "why", "example",
-                 "use_instead", "options", "enabled_by_default", "disabled_reason"}
+                 "use_instead", "options", "enabled_by_default", "disabled_reason", "preview",
+                 "preview_reason", "branches"}
+        severity = d.get("severity", "error")
+        branches = {name: Branch(name, b.get("summary", "").strip(), b.get("severity", severity),
+                                 bool(b.get("preview", False)))
+                    for name, b in d.get("branches", {}).items()}
         return RuleInfo(
-            code=d["code"], name=d["name"], severity=d.get("severity", "error"), summary=d["summary"],
+            code=d["code"], name=d["name"], severity=severity, summary=d["summary"],
             fix=d.get("fix", "none"), checked=tuple(d.get("checked", ["static"])),
             what=d["what"].strip(), why=d["why"].strip(), example=d.get("example", "").strip("\n"),
             use_instead=d.get("use_instead", "").strip("\n"), options=d.get("options", "").strip(),
             enabled_by_default=d.get("enabled_by_default", True),
             disabled_reason=d.get("disabled_reason", "").strip(),
             extra={k: v for k, v in d.items() if k not in known},
+            preview=bool(d.get("preview", False)), preview_reason=d.get("preview_reason", "").strip(),
+            branches=branches,
         )
 
     def operator(self, namespace: str, name: str, overload: str = "") -> Optional[Operator]:

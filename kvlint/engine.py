@@ -29,7 +29,7 @@ class Checker:
         self.settings = settings
         self.catalog = catalog or load_catalog()
         every = list(rules) if rules is not None else all_rules()
-        self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
+        self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code), self._preview(r.code))]
         canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
 
         def word(w):
@@ -48,6 +48,10 @@ class Checker:
     def _default_on(self, code: str) -> bool:
         info = self.catalog.rules.get(code)
         return info.enabled_by_default if info else True
+
+    def _preview(self, code: str) -> bool:
+        info = self.catalog.rules.get(code)
+        return bool(info and info.preview)
 
     # -- entry points -------------------------------------------------------------------
     def check_path(self, path: str, display: Optional[str] = None) -> FileResult:

@@ -28,9 +28,12 @@ class Settings:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     root: str = ""  # the folder holding the config file ("" = the current folder)
     config_file: str = ""  # "" = no config file (defaults or --isolated)
+    preview: bool = False  # preview rules and heuristic branches on (`--preview`, `preview = true`)
 
-    def enabled(self, code: str, default_on: bool = True) -> bool:
-        if code_matches(code, self.ignore):
+    def enabled(self, code: str, default_on: bool = True, preview_rule: bool = False) -> bool:
+        """Whether rule `code` runs. A preview rule runs only with `preview` on, however it is
+        selected (as in ruff)."""
+        if code_matches(code, self.ignore) or (preview_rule and not self.preview):
             return False
         if self.select:
             return code_matches(code, self.select) or code_matches(code, self.extend_select)

@@ -1,6 +1,6 @@
 """Helpers for rule fixtures: `fixtures/rules/KVnnn/{bad.py, bad.expected, good.py}`.
 
-`bad.expected` lists every finding kvlint (all rules on) reports on `bad.py`, one per line,
+`bad.expected` lists every finding kvlint (all rules on, preview included) reports on `bad.py`, one per line,
 `LINE:COL CODE`, sorted. `good.py` must produce no finding at all. Regenerate an expected
 file after reviewing the output: `python -m kvlint.testing fixtures/rules/KV101/bad.py`.
 """
@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 
 
 def all_on_settings() -> Settings:
-    return Settings(extend_select=("ALL",))
+    return Settings(extend_select=("ALL",), preview=True)
 
 
 def findings_lines(path: Path) -> List[str]:

@@ -167,10 +167,14 @@ class DtypeInference:
             if is_module_func and receiver_is_module(receiver):
                 return self._factory(method, call, dtype_kw, depth)
             if method in ("to", "type"):
+                if dtype_kw is None and method == "to" and len(call.args) >= 2:
+                    dtype_kw = call.args[1]  # .to(device, dtype)
                 target = dtype_kw if dtype_kw is not None else (call.args[0] if call.args else None)
                 dt = dtype_of_expr(target)
                 if dt is not None:
                     return dt
+                if dtype_kw is not None:
+                    return None  # `.to(dtype=<expression>)`: converted to a dtype we cannot see
                 if dtype_kw is None and call.args and not isinstance(call.args[0], ast.Constant):
                     # .to(other_tensor) or .to(device): a device move keeps the dtype
                     pass

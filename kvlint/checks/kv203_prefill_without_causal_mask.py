@@ -37,4 +37,4 @@ class PrefillWithoutCausalMask(Rule):
             yield ctx.finding(self.code, oc.call.func,
                               f"{oc.name} on the prefill path with sparse_mode 0 and no mask: nothing "
                               f"is masked, so every token attends to future tokens; use "
-                              f"sparse_mode=3 with the {SQ} causal mask")
+                              f"sparse_mode=3 with the {SQ} causal mask", branch="PREFILL_PHASE")

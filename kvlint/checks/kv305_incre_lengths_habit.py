@@ -57,4 +57,5 @@ class IncreLengthsHabit(Rule):
             self.code, kw.node,
             f"{oc.name} in {where} passes `{Q_LENGTHS}` but not `{KV_LENGTHS}`: in FA v1 "
             f"`{Q_LENGTHS}` are the query lengths (in npu_incre_flash_attention they were the KV "
-            f"lengths); {effect}; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call)
+            f"lengths); {effect}; pass the KV lengths as `{KV_LENGTHS}`", fix, anchor=oc.call,
+            branch=None if paged else "DECODE_PHASE")

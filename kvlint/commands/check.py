@@ -51,6 +51,8 @@ def add_options(check: argparse.ArgumentParser) -> None:
     check.add_argument("--fix", action="store_true", help="apply the safe fixes")
     check.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: apply unsafe fixes too")
     check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    check.add_argument("--preview", action="store_true", default=None,
+                       help="also run the preview rules and heuristic branches (see `kvlint rule`)")
 
 
 def _globs(text: str) -> List[str]:
@@ -88,7 +90,8 @@ def run(args) -> int:
                           exclude=tuple(args.exclude) if args.exclude is not None else None,
                           extend_exclude=tuple(args.extend_exclude),
                           per_file_ignores=_pairs(per_file) if per_file is not None else None,
-                          extend_per_file_ignores=_pairs(extend_per_file))
+                          extend_per_file_ignores=_pairs(extend_per_file),
+                          preview=getattr(args, "preview", None))
     resolver = Resolver(args.config, args.isolated, overrides)
     if args.show_settings:
         path = args.paths[0]
