@@ -350,3 +350,21 @@ def test_docs_snippets_pin_a_real_rev_and_grant_code_scanning():
     guide = (ROOT / "docs" / "getting-started.md").read_text()
     assert "security-events: write" in guide and "upload-sarif" in guide
     assert "clones the hook repository" in guide
+
+
+def test_json_fix_edits_reproduce_what_fix_writes(work, capsys):
+    """A tool applying the JSON `fix` edits (1-based columns, end exclusive) gets the file
+    `--fix` writes."""
+    from kvlint.analysis.findings import Edit, Fix
+    from kvlint.fix import apply_fixes
+
+    src = (work / "bad.py").read_text()
+    code, out, _ = kvlint(capsys, "bad.py", "--select", "KV101", "--format", "json")
+    fixes = [Fix(f["fix"]["message"], tuple(
+        Edit((e["location"]["row"], e["location"]["column"] - 1),
+             (e["end_location"]["row"], e["end_location"]["column"] - 1), e["content"])
+        for e in f["fix"]["edits"])) for f in json.loads(out)["findings"]]
+    by_json, applied = apply_fixes(src, fixes)
+    assert len(applied) == 2
+    kvlint(capsys, "bad.py", "--select", "KV101", "--fix")
+    assert (work / "bad.py").read_text() == by_json != src
