@@ -186,6 +186,10 @@ def test_named_files_are_checked_unless_force_exclude_and_then_it_says_why(repo,
     assert "scratch.py not checked: ignored by .gitignore" in err
     files, err = checked_files(capsys, "app/model.py", "--force-exclude", "--extend-exclude", "app")
     assert files == [] and 'excluded by --extend-exclude pattern "app"' in err
+    files, err = checked_files(capsys, "app/generated/gen.py", "--force-exclude")  # an ignored folder
+    assert files == [] and "app/generated/gen.py not checked: ignored by .gitignore" in err
+    files, err = checked_files(capsys, "scratch.py", "--force-exclude", "--no-respect-gitignore")
+    assert files == ["scratch.py"] and err == ""
 
 
 def test_precommit_hook_sets_force_exclude():
