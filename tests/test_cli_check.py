@@ -157,7 +157,7 @@ def test_the_checker_never_imports_the_checked_code(tmp_path, capsys):
                     "torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=1, scale=1.0)\n")
     run(["check", str(path)], capsys)
     assert not marker.exists()
-    assert "torch" not in sys.modules or True  # the static checker itself imports no torch:
+    # the static checker itself imports no torch (a fresh interpreter: this one may have it)
     proc = subprocess.run([sys.executable, "-c", "import sys, kvlint.cli as c; c.main(['check', %r]);"
                            "print('torch' in sys.modules)" % str(path)], capture_output=True, text=True)
     assert proc.stdout.strip().endswith("False")

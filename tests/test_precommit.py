@@ -17,10 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "fixtures" / "fixes" / "kv101_rename.in.py"
 GOOD = ROOT / "fixtures" / "fixes" / "kv101_rename.out.py"
 
-pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None and
-                                subprocess.run([sys.executable, "-m", "pre_commit", "--version"],
-                                               capture_output=True).returncode != 0,
-                                reason="pre-commit is not installed (pip install -e .[test])")
+pytestmark = [
+    pytest.mark.network,  # pre-commit pip-installs the hook repo from the package index
+    pytest.mark.skipif(shutil.which("pre-commit") is None and
+                       subprocess.run([sys.executable, "-m", "pre_commit", "--version"],
+                                      capture_output=True).returncode != 0,
+                       reason="pre-commit is not installed (pip install -e .[test])"),
+]
 
 
 def git(cwd, *args):

@@ -6,8 +6,8 @@ from kvlint.analysis.findings import Fix
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fixes import add_keyword
-from kvlint.checks.missing import missing_keyword
+from kvlint.helpers.fixes import add_keyword
+from kvlint.helpers.args import missing_keyword
 
 FACTS = load_facts()
 

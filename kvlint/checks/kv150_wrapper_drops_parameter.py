@@ -7,7 +7,7 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.keywords import misnamed
+from kvlint.helpers.keywords import misnamed
 from kvlint.facts import load_facts
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")

@@ -5,8 +5,8 @@ from kvlint.analysis.findings import Fix
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fixes import set_keyword
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.fixes import set_keyword
+from kvlint.helpers.sparse import sparse_view
 
 FACTS = load_facts()
 

@@ -1,8 +1,8 @@
 """KV207: a literal sparse_mode outside the documented set (docs: rules/codes/KV207.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import int_literals, literals
-from kvlint.checks.roles import role_node
+from kvlint.helpers.args import int_literals, literals
+from kvlint.helpers.roles import role_node
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

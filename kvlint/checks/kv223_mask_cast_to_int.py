@@ -9,7 +9,7 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.kv222_mask_cast_to_bool import KEEPING, MaskCastToBool
 from kvlint.facts import load_facts
-from kvlint.checks.roles import role_values
+from kvlint.helpers.roles import role_values
 
 MASK_READERS = load_facts().family("mask_readers")
 

@@ -4,9 +4,9 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.roles import operators_with, role_values, spelling
-from kvlint.checks.sparse import sparse_view
-from kvlint.checks.windows import WINDOW_WORD, is_window_name
+from kvlint.helpers.roles import operators_with, role_values, spelling
+from kvlint.helpers.sparse import sparse_view
+from kvlint.helpers.windows import WINDOW_WORD, is_window_name
 
 WINDOW_OPERATORS = operators_with("pre_tokens")
 

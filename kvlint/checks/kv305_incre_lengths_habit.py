@@ -4,9 +4,9 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import passes_value
-from kvlint.checks.keywords import rename_fix
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import passes_value
+from kvlint.helpers.keywords import rename_fix
+from kvlint.helpers.args import omits
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

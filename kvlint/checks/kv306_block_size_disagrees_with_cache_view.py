@@ -6,9 +6,9 @@ from typing import Iterator, Optional, Tuple
 from kvlint.analysis.values import UNKNOWN
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import param_values, passes_value
+from kvlint.helpers.args import param_values, passes_value
 from kvlint.facts import load_facts
-from kvlint.checks.roles import role_node, role_values
+from kvlint.helpers.roles import role_node, role_values
 
 PAGED_READERS = load_facts().family("paged_readers")
 

@@ -52,6 +52,8 @@ class LengthsRederivedPerLayer(Rule):
                     continue
                 if any(True for _ in kv401._check_store(target, stmt, ctx)):
                     continue  # KV401 reports this store (an increment or a foreign write)
+                if kv401._per_call_object(target, stmt, ctx):
+                    continue  # CONSTRUCTED_OBJECT: an object this iteration built holds its own lengths
                 shown = dotted_name(target) or name
                 yield ctx.finding(self.code, target,
                                   f"`{shown}` is re-derived inside the per-layer loop (line "

@@ -253,3 +253,21 @@ def test_check_call_agrees_with_the_guard():
     for name, ((op_name, args, kwargs), code, _) in REJECTED.items():
         bound = dict(zip(("query", "key", "value"), args), **kwargs)
         assert [f.code for f in check_call(op_name, bound)][:1] == [code], name
+
+
+def test_vllm_ascend_15503_silent_mask_combination_warns():
+    """Paged decode, sparse_mode 0, a bool [1, 1, 1, S] mask, KV > 512: silent on the NPU."""
+    def case(width, shape):
+        return gqa_paged(b=2, width=width, atten_mask=m(*shape, dtype=torch.bool))
+    findings = _collect(case(8, (1, 1, 1, 1024)))
+    assert [(f.code, f.severity) for f in findings] == [("KV211", "warning")]
+    assert "15503" in findings[0].message
+    assert _collect(case(4, (1, 1, 1, 512))) == []        # KV 512: fine
+    assert _collect(case(8, (2, 1, 1, 1024))) == []       # one row per request: fine
+    with kvlint.patch():                                  # a warning: raise mode does not stop the call
+        with pytest.warns(kvlint.ContractWarning, match="KV211"):
+            name, args, kwargs = case(8, (1, 1, 1, 1024))
+            try:
+                _op(name)(*args, **kwargs)
+            except RuntimeError:
+                pass

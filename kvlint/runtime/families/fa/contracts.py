@@ -37,6 +37,8 @@ BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
 NZ_BYTES = CONTRACTS["nz_bytes"]
+SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
+SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
 _Tensor = torch.Tensor
 
 
@@ -74,7 +76,7 @@ def fa_view(call: Call) -> None:
     q, k, v = args.get("query"), args.get("key"), args.get("value")
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         return  # tensor lists / odd inputs: the dispatcher reports those itself
-    layout = args.get(roles.layout, "BSH") if roles.layout else "BSH"
+    layout = args.get(roles.layout, "BSH")
     rank = LAYOUT_RANK.get(layout)
     if rank is None:
         call.fail("KV110", roles.layout, f"one of {', '.join(LAYOUT_RANK)}", repr(layout),
@@ -101,31 +103,32 @@ def fa_view(call: Call) -> None:
                 call.fail("KV110", name, f"{rank}-D like the query (input_layout {layout!r})",
                           f"{t.dim()}-D {shape_of(t)}", "the operator errors out or mixes up axes")
                 return
+    # sizes are plain ints here (traced calls arrive concrete: kvlint.runtime.tracing); a role
+    # the operator lacks is None, never a key of args, so args.get(None, d) is d
     view.num_heads = n = int(args.get(roles.num_heads, 1))
-    view.kv_heads = int((args.get(roles.kv_heads) if roles.kv_heads else 0) or 0)
+    view.kv_heads = int(args.get(roles.kv_heads) or 0)
     qs = q.shape
     axis = HEAD_AXIS.get(base)
-    view.q_heads = int(qs[axis]) if axis is not None else None
+    view.q_heads = qs[axis] if axis is not None else None
     if base == "BSH":
-        view.batch, view.q_seq = int(qs[0]), int(qs[1])
-        view.head_dim = int(qs[2]) // n if n > 0 and qs[2] % n == 0 else None
+        view.batch, view.q_seq = qs[0], qs[1]
+        view.head_dim = qs[2] // n if n > 0 and qs[2] % n == 0 else None
     elif base == "BSND":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[1]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[1], qs[3]
     elif base == "BNSD":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[2]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[2], qs[3]
     elif base == "NSD":
-        view.batch, view.q_seq, view.head_dim = 1, int(qs[1]), int(qs[2])
+        view.batch, view.q_seq, view.head_dim = 1, qs[1], qs[2]
     else:  # TND / NTD: batch from the length list
-        q_lens = args.get(roles.q_lens) if roles.q_lens else None
+        q_lens = args.get(roles.q_lens)
         view.batch = len(q_lens) if q_lens is not None and not isinstance(q_lens, _Tensor) else (
-            int(q_lens.numel()) if isinstance(q_lens, _Tensor) else None)
-        view.q_seq, view.head_dim = None, int(qs[2])
-    get = call.get
-    view.sparse = int(get(roles.sparse_mode, 0) or 0)
-    view.mask = get(roles.mask)
-    view.block_size = int(get(roles.block_size, 0) or 0)
-    view.query_rope, view.key_rope = get(roles.query_rope), get(roles.key_rope)
-    view.scale = get(roles.scale)
+            q_lens.numel() if isinstance(q_lens, _Tensor) else None)
+        view.q_seq, view.head_dim = None, qs[2]
+    view.sparse = int(args.get(roles.sparse_mode) or 0)
+    view.mask = args.get(roles.mask)
+    view.block_size = int(args.get(roles.block_size) or 0)
+    view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
+    view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
     call.view = view
 
@@ -148,8 +151,8 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
     CheckKVShapeForPageAttention; rules/facts/fa_contracts.toml): 3-D (nb, bs, N_kv*D) against
     the query's head dim, 4-D (nb, N_kv, bs, D) and 5-D NZ (nb, N_kv, D/D0, bs, D0) dim 1."""
     k, roles = view.k, view.roles
-    ks = [int(s) for s in k.shape]
-    if k.dim() == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
+    ks = k.shape
+    if len(ks) == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
         nb, bs, n_kv, d = ks
         call.fail("KV312", "key", f"a 4-D paged cache laid out (num_blocks, N_kv, block_size, D): FA reads dim 1 "
                   f"as the {kv} KV heads and dim 2 as block_size {view.block_size}",
@@ -225,9 +228,7 @@ def heads(call: Call) -> None:
                   "grouped-query attention maps query heads to the wrong KV heads")
 
 
-def _head_dim_axis(t) -> int:
-    """The D axis of a key/value (the last one; NZ: D1 * D0 at axes 2 and 4)."""
-    return t.dim() - 1
+_BATCH_FIRST = frozenset(("BSH", "BSND", "BNSD"))
 
 
 @contract(*FA_OPS)
@@ -239,20 +240,22 @@ def key_value_shapes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     rope = view.query_rope
-    ks, vs = [int(s) for s in k.shape], [int(s) for s in v.shape]
-    nz = view.paged and k.dim() == 5
-    same = [i for i in range(len(ks)) if i != len(ks) - 1 and not (nz and i == 2)]
-    if len(ks) != len(vs) or any(ks[i] != vs[i] for i in same):
-        call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
-                  "the operator errors out or reads past the value tensor")
-        return
-    dk = ks[2] * ks[4] if nz else ks[-1]
-    dv = vs[2] * vs[4] if nz else vs[-1]
-    if dv > dk or (rope is not None and dv != dk):
-        call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
-                  + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
-                  "the operator rejects the call")
-        return
+    ks, vs = k.shape, v.shape  # plain ints: traced calls arrive concrete (kvlint.runtime.tracing)
+    if ks == vs:
+        dk = dv = ks[2] * ks[4] if len(ks) == 5 else ks[-1]
+    else:
+        nz = view.paged and len(ks) == 5
+        if len(ks) != len(vs) or ks[:-1] != vs[:-1] and not (nz and ks[:2] == vs[:2] and ks[3] == vs[3]):
+            call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
+                      "the operator errors out or reads past the value tensor")
+            return
+        dk = ks[2] * ks[4] if nz else ks[-1]
+        dv = vs[2] * vs[4] if nz else vs[-1]
+        if dv > dk or rope is not None:
+            call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
+                      + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
+                      "the operator rejects the call")
+            return
     d = view.head_dim
     if view.paged:
         if k.dim() in (4, 5) and d and dk != d:
@@ -262,8 +265,8 @@ def key_value_shapes(call: Call) -> None:
     if view.base != "BSH" and d and ks[-1] != d:
         call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
         return
-    if view.base in ("BSH", "BSND", "BNSD") and ks[0] != int(q.shape[0]):
-        call.fail("KV113", "key", f"batch {int(q.shape[0])} like the query", str(ks[0]),
+    if view.base in _BATCH_FIRST and ks[0] != q.shape[0]:
+        call.fail("KV113", "key", f"batch {q.shape[0]} like the query", str(ks[0]),
                   "requests attend to other requests' keys")
 
 
@@ -501,6 +504,13 @@ def mask(call: Call) -> None:
     if (not decode_2d and dims[-2] < q_seq) or (kv is not None and dims[-1] < kv):
         call.fail("KV210", name, f"last dims covering (Q_S, KV_S) = ({q_seq}, {kv})", shape_of(m),
                   "rows or keys outside the mask are silently left unmasked")
+        return
+    if (view.paged and q_seq == 1 and sparse == 0 and m.dtype == torch.bool and dims[:-1] == SILENT_MASK_LEAD
+            and kv is not None and kv > SILENT_MASK_KV):
+        call.fail("KV211", name, f"(B, KV_S) or (B, 1, KV_S) for a paged decode with KV_S = {kv} > {SILENT_MASK_KV}",
+                  f"a bool mask {shape_of(m)} broadcast over batch and heads",
+                  "attention is silently wrong (vllm-ascend issue 15503: paged decode, sparse_mode 0, "
+                  "bool [1, 1, 1, S] mask, KV > 512)", severity="warning")
 
 
 # ------------------------------------------------------------------------------ length lists
