@@ -75,8 +75,9 @@ class MissingScale(Rule):
     operators = FACTS.family("scale_readers")
 
     def check_call(self, oc, ctx: FileContext):
+        scale = (known_scale(oc.call, ctx) or "head_dim ** -0.5").replace("{", "{{").replace("}", "}}")
         finding = missing_keyword(self.code, oc, ctx, "scale",
                                   "the softmax scale defaults to 1.0, so the attention is unscaled; "
-                                  "pass `{keyword}=head_dim ** -0.5`", scale_fix)
+                                  f"pass `{{keyword}}={scale}`", scale_fix)
         if finding is not None:
             yield finding
