@@ -7,6 +7,7 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.helpers.keywords import misnamed
 from kvlint.facts import load_facts
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
@@ -170,7 +171,9 @@ class WrapperDropsParameter(Rule):
         if concept == "mask":
             values = [k.value for key, items in args.keywords.items() if key not in QKV for k in items]
         else:
-            values = args.values(FACTS.keyword(oc.name, "scale") or "scale") + args.values("scale")
+            keyword = FACTS.keyword(oc.name, "scale") or "scale"
+            values = args.values(keyword) + args.values("scale")
+            values += [kw.value for kw in misnamed(oc, ctx, keyword)]  # KV101's finding, not ours
         values = list(values) + list(args.positional[3:])
         return any(bindings.depends(v, name) for v in values)
 

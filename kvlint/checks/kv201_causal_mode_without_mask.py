@@ -4,9 +4,9 @@ import ast
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.roles import role_values, spelling
-from kvlint.checks.windows import mentioned
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.roles import role_values, spelling
+from kvlint.helpers.sparse import sparse_view
+from kvlint.helpers.windows import mentioned
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask

@@ -3,7 +3,7 @@ from kvlint.analysis.context import DECODE, PREFILL
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.sparse import bounded, sparse_view, token_window_values
+from kvlint.helpers.sparse import bounded, sparse_view, token_window_values
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask

@@ -9,7 +9,7 @@ from typing import FrozenSet
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import param_values
+from kvlint.helpers.args import param_values
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

@@ -5,7 +5,8 @@ import re
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import arg_values, reshape_dims
+from kvlint.helpers.args import param_values
+from kvlint.helpers.tensors import reshape_dims
 
 # SLOT_INDEX: a flat block*block_size+offset index, by name.
 _SLOT = re.compile(r"(^|_)slots?($|_)|slot_mapping|slot_indices|slot_ids", re.IGNORECASE)
@@ -27,8 +28,8 @@ class ScatterUpdatePagedCache(Rule):
     operators = ("scatter_update_",)
 
     def check_call(self, oc, ctx: FileContext):
-        indices = arg_values(oc, ctx, "indices")
-        data = arg_values(oc, ctx, "self")
+        indices = param_values(oc, ctx, "indices")
+        data = param_values(oc, ctx, "self")
         if not indices or not data:
             return
         slot = _terminal(indices[0])
