@@ -11,7 +11,7 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
-from kvlint.analysis.values import ValueTracer
+from kvlint.analysis.values import Each, ValueTracer
 
 DTYPE_NAMES = {
     "bool": "bool",
@@ -137,7 +137,7 @@ class DtypeInference:
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and left == right:
                 return left
             return None
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, (ast.Subscript, Each)):  # an element or slice keeps the dtype
             return self._follow(node.value, depth)
         if isinstance(node, ast.Call):
             return self._call(node, depth)

@@ -17,13 +17,13 @@ from kvlint.settings import Settings
 class FileContext:
     """Everything a rule may ask about one file; each piece computed once."""
 
-    def __init__(self, index: ModuleIndex, catalog: Catalog, settings: Settings):
+    def __init__(self, index: ModuleIndex, catalog: Catalog, settings: Settings, project=None):
         self.index = index
         self.source = index.source
         self.catalog = catalog
         self.settings = settings
-        self.resolver = OperatorResolver(index, catalog)
-        self.values = ValueTracer(index)
+        self.values = ValueTracer(index, project)
+        self.resolver = OperatorResolver(index, catalog, self.values)
         self.dtypes = DtypeInference(self.values)
         self.context = Context(index, settings.names)
         self._op_calls: Optional[List[OperatorCall]] = None
@@ -39,6 +39,14 @@ class FileContext:
         a = self._args.get(id(call))
         if a is None:
             a = self._args[id(call)] = self.values.call_args(call)
+            for partial in self.resolver.partials.get(id(call), ()):
+                # functools.partial(op, k=v): k=v is the call's keyword too
+                bound = self.values.call_args(partial)
+                for name, items in bound.keywords.items():
+                    if name not in a.keywords:
+                        a.keywords[name] = items
+                if len(partial.args) > 1 or not bound.complete:
+                    a.complete = False  # bound positionals shift the call's own: not modelled
         return a
 
     def finding(self, code: str, node: ast.AST, message: str, fix: Optional[Fix] = None,

@@ -1,0 +1,299 @@
+"""The value forms real code uses, one test per form: what the tracer, the dtype inference
+and the resolver make of each (module-level aliases, partial, getattr, tuple unpacking, loop
+targets, class attributes, config objects, persistent buffers, escaping returns)."""
+import ast
+import textwrap
+
+from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.values import UNKNOWN
+from kvlint.catalog import load_catalog
+from kvlint.checks.base import FileContext
+from kvlint.settings import Settings
+from kvlint.source import decode
+
+
+def context(code: str) -> FileContext:
+    text = textwrap.dedent(code)
+    source = decode("t.py", text.encode())
+    return FileContext(ModuleIndex(source, ast.parse(text)), load_catalog(), Settings())
+
+
+def call_at(ctx: FileContext, line: int) -> ast.Call:
+    return next(c for c in ctx.index.calls if c.lineno == line)
+
+
+def keyword(ctx: FileContext, line: int, name: str) -> ast.expr:
+    return next(k.value for k in call_at(ctx, line).keywords if k.arg == name)
+
+
+def literals(ctx: FileContext, line: int, name: str):
+    value = keyword(ctx, line, name)
+    return sorted((ctx.values.literal(c) for c in ctx.values.candidates(value, value, follow_calls=True)),
+                  key=repr)
+
+
+def dtypes(ctx: FileContext, line: int, name: str):
+    value = keyword(ctx, line, name)
+    return sorted(set(ctx.dtypes.infer(value, value)), key=repr)
+
+
+def resolved(ctx: FileContext):
+    return [(oc.call.lineno, oc.operator.name) for oc in ctx.op_calls]
+
+
+# -- operator aliases ---------------------------------------------------------------------
+def test_module_level_operator_alias():
+    ctx = context("""
+    import torch_npu
+    fia = torch_npu.npu_fused_infer_attention_score
+    def forward(q, k, v):
+        return fia(q, k, v, num_heads=8)
+    """)
+    assert resolved(ctx) == [(5, "npu_fused_infer_attention_score")]
+
+
+def test_alias_bound_in_the_enclosing_function_reaches_a_closure():
+    ctx = context("""
+    import torch
+    def build():
+        op = torch.ops.npu.npu_fused_infer_attention_score
+        def run(q, k, v):
+            return op(q, k, v)
+        return run
+    """)
+    assert resolved(ctx) == [(6, "npu_fused_infer_attention_score")]
+
+
+def test_functools_partial_binds_keywords():
+    ctx = context("""
+    import functools
+    import torch_npu
+    fa = functools.partial(torch_npu.npu_fused_infer_attention_score, scale=0.125, sparse_mode=3)
+    def forward(q, k, v):
+        return fa(q, k, v, num_heads=8)
+    """)
+    assert resolved(ctx) == [(6, "npu_fused_infer_attention_score")]
+    args = ctx.args(ctx.op_calls[0].call)
+    assert args.has("scale") and args.has("num_heads") and args.complete
+    assert [ctx.values.literal(v) for v in args.values("sparse_mode")] == [3]
+
+
+def test_partial_imported_by_name():
+    ctx = context("""
+    from functools import partial
+    import torch_npu
+    def forward(q, k, v):
+        fa = partial(torch_npu.npu_incre_flash_attention, num_heads=8)
+        return fa(q, k, v)
+    """)
+    assert resolved(ctx) == [(6, "npu_incre_flash_attention")]
+
+
+def test_partial_of_a_user_function_is_not_an_operator():
+    ctx = context("""
+    import functools
+    def my_attention(q, k, v): ...
+    npu_fused_infer_attention_score = functools.partial(my_attention, 1)
+    npu_fused_infer_attention_score(q, k, v)
+    """)
+    assert resolved(ctx) == []
+
+
+def test_getattr_on_an_operator_namespace():
+    ctx = context("""
+    import torch
+    op = getattr(torch.ops.npu, "npu_fused_infer_attention_score")
+    def forward(q, k, v):
+        a = op(q, k, v)
+        return getattr(torch.ops.npu, "npu_fused_infer_attention_score_v2")(q, k, v)
+    """)
+    assert resolved(ctx) == [(5, "npu_fused_infer_attention_score"), (6, "npu_fused_infer_attention_score_v2")]
+
+
+def test_getattr_on_a_user_object_is_not_an_operator():
+    ctx = context("""
+    def forward(backend, q, k, v):
+        return getattr(backend, "npu_fused_infer_attention_score")(q, k, v)
+    """)
+    assert resolved(ctx) == []
+
+
+# -- tuple assignment and unpacking -------------------------------------------------------
+def test_tuple_assignment_per_branch():
+    ctx = context("""
+    def forward(q, single_token, m):
+        if single_token:
+            mask, mode = None, 0
+        else:
+            mask, mode = m, 3
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """)
+    assert literals(ctx, 7, "sparse_mode") == [0, 3]
+    mask = keyword(ctx, 7, "atten_mask")
+    kinds = {type(c).__name__ for c in ctx.values.candidates(mask, mask)}
+    assert kinds == {"Constant", "Name"}
+
+
+def test_unpacking_a_builder_result():
+    ctx = context("""
+    import torch
+    def helper(q, k, v, mask):
+        return q, k, v, mask.float()
+    def forward(q, k, v, mask):
+        q, k, v, m = helper(q, k, v, mask)
+        op(q, k, v, atten_mask=m)
+    """)
+    assert dtypes(ctx, 7, "atten_mask") == ["float"]
+
+
+def test_unpacking_a_ternary_of_tuples():
+    ctx = context("""
+    def forward(q, c, m):
+        mask, mode = (None, 0) if c else (m, 4)
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """)
+    assert literals(ctx, 4, "sparse_mode") == [0, 4]
+
+
+def test_self_attributes_assigned_as_a_tuple():
+    ctx = context("""
+    import torch
+    class Impl:
+        def __init__(self, n):
+            self.mask, self.fia_mask = torch.ones(n, n), torch.ones(2048, 2048, dtype=torch.bool)
+        def forward(self, q):
+            op(q, atten_mask=self.mask)
+            op(q, atten_mask=self.fia_mask)
+    """)
+    assert dtypes(ctx, 7, "atten_mask") == ["float"]
+    assert dtypes(ctx, 8, "atten_mask") == ["bool"]
+
+
+def test_starred_unpacking_binds_only_the_leading_names():
+    ctx = context("""
+    def forward(q, pair):
+        mode, *rest = pair
+        op(q, sparse_mode=mode)
+    """)
+    assert literals(ctx, 4, "sparse_mode") == [UNKNOWN]
+
+
+# -- loop targets -------------------------------------------------------------------------
+def test_loop_targets_over_zip_and_enumerate():
+    ctx = context("""
+    import torch
+    def forward(q):
+        for mask, mode in zip([torch.ones(4, 4), None], [0, 3]):
+            op(q, atten_mask=mask, sparse_mode=mode)
+        for i, table in enumerate([torch.zeros(2, 8, dtype=torch.int64)]):
+            op(q, block_table=table, sparse_mode=i)
+    """)
+    assert literals(ctx, 5, "sparse_mode") == [0, 3]
+    assert dtypes(ctx, 5, "atten_mask") == ["float", None]
+    assert dtypes(ctx, 7, "block_table") == ["int64"]
+    assert literals(ctx, 7, "sparse_mode") == [UNKNOWN]
+
+
+def test_loop_over_a_tensor_keeps_its_dtype():
+    ctx = context("""
+    import torch
+    def forward(q):
+        tables = torch.zeros(4, 2, 8, dtype=torch.int64)
+        for table in tables:
+            op(q, block_table=table)
+    """)
+    assert dtypes(ctx, 6, "block_table") == ["int64"]
+
+
+# -- class attributes, config objects -----------------------------------------------------
+def test_class_attribute_assigned_through_the_class_name():
+    ctx = context("""
+    import torch
+    class Impl:
+        SHARE_MASK = None
+        def forward(self, q):
+            op(q, atten_mask=self.SHARE_MASK)
+            op(q, atten_mask=Impl.SHARE_MASK)
+    Impl.SHARE_MASK = torch.ones(2048, 2048)
+    """)
+    assert dtypes(ctx, 6, "atten_mask") == ["float", None]
+    assert dtypes(ctx, 7, "atten_mask") == ["float", None]
+
+
+def test_attribute_of_a_base_class_in_the_module():
+    ctx = context("""
+    import torch
+    class Base:
+        def __init__(self):
+            self.mask = torch.ones(8, 8)
+    class Impl(Base):
+        def forward(self, q):
+            op(q, atten_mask=self.mask)
+    """)
+    assert dtypes(ctx, 8, "atten_mask") == ["float"]
+
+
+def test_config_object_built_from_literals():
+    ctx = context("""
+    from dataclasses import dataclass
+    @dataclass
+    class AttnConfig:
+        sparse_mode: int = 3
+        next_tokens: int = 65535
+        pre_tokens: int = 65535
+    class Plain:
+        def __init__(self, mode, band=4):
+            self.mode = mode
+            self.band = band
+    def forward(q):
+        cfg = AttnConfig(sparse_mode=0, next_tokens=0)
+        op(q, sparse_mode=cfg.sparse_mode, next_tokens=cfg.next_tokens, pre_tokens=cfg.pre_tokens)
+        positional = AttnConfig(2)
+        op(q, sparse_mode=positional.sparse_mode)
+        p = Plain(1)
+        op(q, sparse_mode=p.mode, next_tokens=p.band)
+    """)
+    assert literals(ctx, 14, "sparse_mode") == [0]
+    assert literals(ctx, 14, "next_tokens") == [0]
+    assert literals(ctx, 14, "pre_tokens") == [65535]
+    assert literals(ctx, 16, "sparse_mode") == [2]
+    assert literals(ctx, 18, "sparse_mode") == [1]
+    assert literals(ctx, 18, "next_tokens") == [4]
+
+
+def test_attribute_of_an_unknown_object_stays_a_leaf():
+    ctx = context("""
+    def forward(q, meta):
+        op(q, sparse_mode=meta.sparse_mode)
+    """)
+    value = keyword(ctx, 3, "sparse_mode")
+    assert ctx.values.candidates(value, value) == [value]
+
+
+# -- buffers and escaping values ----------------------------------------------------------
+def test_persistent_buffer_sliced_and_moved():
+    ctx = context("""
+    import torch
+    class Runner:
+        def __init__(self, n, m):
+            self.block_table_cpu = torch.zeros((n, m), dtype=torch.int64, device="cpu", pin_memory=True)
+        def step(self, q, n, dev):
+            op(q, block_table=self.block_table_cpu[:n].to(dev, non_blocking=True))
+    """)
+    assert dtypes(ctx, 7, "block_table") == ["int64"]
+    sites = ctx.dtypes.construction_sites(keyword(ctx, 7, "block_table"), call_at(ctx, 7))
+    assert [s.lineno for s in sites] == [7]
+
+
+def test_return_moved_to_a_device_escapes_with_its_dtype():
+    ctx = context("""
+    import torch
+    def make_mask(n, device):
+        mask = torch.triu(torch.ones(n, n), diagonal=1)
+        return mask.to(device)
+    def forward(q, device):
+        op(q, atten_mask=make_mask(2048, device))
+    """)
+    assert dtypes(ctx, 7, "atten_mask") == ["float"]
+    sites = ctx.dtypes.construction_sites(keyword(ctx, 7, "atten_mask"), call_at(ctx, 7))
+    assert [s.lineno for s in sites] == [4]
