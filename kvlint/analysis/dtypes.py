@@ -102,9 +102,14 @@ class DtypeInference:
 
     @staticmethod
     def _kept_dtype_receiver(node: ast.expr) -> Optional[ast.expr]:
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                and isinstance(node.slice, ast.Slice):
+            return node.value  # `buf[:n]`: a view of the buffer
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             return None
         recv, method = node.func.value, node.func.attr
+        while isinstance(recv, ast.Subscript) and isinstance(recv.slice, ast.Slice):
+            recv = recv.value  # `buf[:n].to(dev)`: the buffer's construction decides
         if not isinstance(recv, (ast.Name, ast.Attribute)) or receiver_is_module(recv):
             return None
         if method in ("npu", "cuda", "cpu", "contiguous", "clone", "detach", "pin_memory"):

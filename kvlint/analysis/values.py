@@ -518,10 +518,19 @@ class ValueTracer:
             if found is not None and isinstance(found[1], ast.ClassDef):
                 tracer, owner = found
                 target = _method(owner, func.attr, tracer)
-            elif self.project is not None and dotted_name(func) is not None:
-                found = self.definition(func, at)
-                if found is not None:
-                    tracer, target = found
+            elif self.project is not None and dotted_name(func) is not None and self.definition(func, at):
+                tracer, target = self.definition(func, at)
+            else:  # a method of an object built from a class here or in the project:
+                # `self.block_tables = BlockTable(...)`, later `self.block_tables.get_device_tensor(n)`
+                for obj in self.candidates(func.value, at, 1, False):
+                    owner_tracer = self.tracer_for(obj)
+                    cls = owner_tracer.definition(obj.func, obj) if isinstance(obj, ast.Call) and isinstance(
+                        obj.func, (ast.Name, ast.Attribute)) else None
+                    if cls is not None and isinstance(cls[1], ast.ClassDef):
+                        method = _method(cls[1], func.attr, cls[0])
+                        if method is not None:
+                            tracer, target = cls[0], method
+                            break
         if isinstance(target, ast.ClassDef) or not isinstance(target, FunctionNode):
             return []
         return tracer.returns_of(target)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple, Union
 
 from kvlint.analysis.context import Context
@@ -27,6 +28,7 @@ class FileContext:
         self.dtypes = DtypeInference(self.values)
         self.context = Context(index, settings.names)
         self._op_calls: Optional[List[OperatorCall]] = None
+        self.current_call: Optional[ast.Call] = None  # the operator call a rule is checking
         self._args: Dict[int, CallArgs] = {}
 
     @property
@@ -52,7 +54,16 @@ class FileContext:
     def finding(self, code: str, node: ast.AST, message: str, fix: Optional[Fix] = None,
                 anchor: Optional[ast.AST] = None) -> Finding:
         """A finding at `node`. `# noqa` works on the node's line and on the first line of the
-        statement holding `anchor` (default: `node`)."""
+        statement holding `anchor` (default: `node`).
+
+        A node of another module (a value built in a builder module) is reported at the
+        operator call being checked, naming where the value is built; its fix, an edit of the
+        other file, is dropped."""
+        if not self.values.owns(node):
+            where = self._foreign_place(node)
+            node = anchor = self.current_call if self.current_call is not None else self.index.tree.body[0]
+            message = f"{message} [built at {where}]" if where else message
+            fix = None
         line, col, end_line, end_col = self.index.span(node)
         stmt = self.index.statement_of(anchor if anchor is not None else node)
         noqa = tuple(sorted({line, getattr(stmt, "lineno", line)}))
@@ -60,6 +71,17 @@ class FileContext:
         severity = self.settings.severity.get(code, info.severity if info else "error")
         return Finding(self.source.path, line, col + 1, end_line, end_col + 1, code, message,
                        severity, fix, noqa, self.source.line(line))
+
+    def _foreign_place(self, node: ast.AST) -> str:
+        tracer = self.values.tracer_for(node)
+        if tracer is self.values or not hasattr(node, "lineno"):
+            return ""
+        path = tracer.index.source.path
+        try:
+            path = os.path.relpath(path)
+        except ValueError:  # another drive
+            pass
+        return f"{path}:{node.lineno}"
 
     def edit_replace(self, node: ast.AST, text: str) -> Edit:
         line, col, end_line, end_col = self.index.span(node)
