@@ -31,6 +31,7 @@ class Checker:
         # the checked project's other modules, parsed on demand (kvlint/analysis/project.py)
         self.project = Project(roots, settings.root)
         self.catalog = catalog or load_catalog()
+        self.project.catalog = self.catalog
         every = list(rules) if rules is not None else all_rules()
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
         self.prefilter = build_prefilter(self.rules)

@@ -24,7 +24,7 @@ import os
 import sys
 import warnings
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 from kvlint.analysis.module import ModuleIndex
 from kvlint.source import ReadFailure, decode
@@ -65,7 +65,11 @@ class Project:
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
         self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
+        self._mentions: Dict[Tuple[str, bytes], Tuple[Optional[tuple], bool]] = {}
+        self._resolvers: Dict[int, object] = {}
+        self.catalog = None  # set by the Checker: resolvers of other modules need it
         self._current: List[object] = []  # tracers of the file being checked (never evicted)
+        self._fresh: set = set()
         self.touched: Dict[str, str] = {}
 
     def add_roots(self, roots: Iterable[str]) -> None:
@@ -81,6 +85,7 @@ class Project:
         """Start checking the file of `tracer` (its module is the one the others refer to)."""
         self._current = [tracer]
         self.touched = {}
+        self._fresh = set()  # modules whose stat was compared during this file's check
 
     def end(self) -> Dict[str, str]:
         touched, self._current = self.touched, []
@@ -127,17 +132,40 @@ class Project:
         self._paths[key] = found
         return found
 
-    def load(self, path: str):
-        """The tracer of the module at `path` (parsed on first use), or None."""
+    def mentions(self, path: str, words) -> bool:
+        """Whether the file's bytes match `words` (a bytes regex) (read once per content, no
+        parse): the resolver asks this before parsing a module for an operator alias."""
+        path = os.path.abspath(path)
+        stat = _stat(path)
+        hit = self._mentions.get((path, words.pattern))
+        if hit is not None and hit[0] == stat:
+            return hit[1]
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return False
+        found = words.search(data) is not None
+        self._mentions[(path, words.pattern)] = (stat, found)
+        if not found:
+            self.touched[path] = _digest(data)  # a later edit may add an alias
+        return found
+
+    def load(self, path: str, words: Optional[Pattern[bytes]] = None):
+        """The tracer of the module at `path` (parsed on first use), or None. With `words`,
+        only when the file holds one of them."""
+        if words is not None and not self.mentions(path, words):
+            return None
         path = os.path.abspath(path)
         if path in self._modules:
             loaded = self._modules[path]
-            if loaded is not None and path not in self.touched and loaded.stat != _stat(path):
+            if loaded is not None and path not in self._fresh and loaded.stat != _stat(path):
                 loaded = self._parse(path)  # changed since it was parsed (a long-lived process)
         else:
             loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
         self._modules[path] = loaded
         self._modules.move_to_end(path)
+        self._fresh.add(path)
         if loaded is None:
             return None
         self.touched[path] = loaded.digest
@@ -166,6 +194,15 @@ class Project:
             return None
         return _Loaded(path, _digest(data), ValueTracer(index, self), stat)
 
+    def resolver_of(self, tracer):
+        """The OperatorResolver of a loaded module (qualifies its names by its imports)."""
+        from kvlint.analysis.resolve import OperatorResolver
+
+        r = self._resolvers.get(id(tracer))
+        if r is None or r.tracer is not tracer:
+            r = self._resolvers[id(tracer)] = OperatorResolver(tracer.index, self.catalog, tracer)
+        return r
+
     def tracer_of(self, node: ast.AST):
         """The tracer whose module holds `node` (the checked file's or a loaded module's)."""
         key = id(node)
@@ -178,7 +215,7 @@ class Project:
         return None
 
     # -- what an imported name stands for ----------------------------------------------------
-    def _imported(self, tracer, name: str, depth: int = 0):
+    def _imported(self, tracer, name: str, depth: int = 0, words: Optional[Pattern[bytes]] = None):
         """(tracer of the defining module, original name), following `from x import name`
         and re-exports; or (tracer, None) when `name` is a module itself."""
         entry = tracer.index.from_imports.get(name)
@@ -187,16 +224,16 @@ class Project:
         level, module, original = entry
         importer = tracer.index.source.path
         path = self.find_module(importer, module, level) if (module or level) else None
-        target = self.load(path) if path else None
+        target = self.load(path, words) if path else None
         if target is not None:
             d = target.definitions().get(original)
             if d is not None or target.assignments(target.index.tree).get(original):
                 return target, original
             if original in target.index.from_imports:
-                return self._imported(target, original, depth + 1)
+                return self._imported(target, original, depth + 1, words)
         # `from pkg import mod`: the name is a submodule
         sub = self.find_module(importer, f"{module}.{original}" if module else original, level)
-        sub_tracer = self.load(sub) if sub else None
+        sub_tracer = self.load(sub, words) if sub else None
         if sub_tracer is not None:
             return sub_tracer, None
         return None
@@ -218,9 +255,10 @@ class Project:
                 return found
         return None
 
-    def imported_values(self, tracer, name: str) -> List[ast.expr]:
-        """Module-level values of a constant imported into `tracer`'s module."""
-        hit = self._imported(tracer, name)
+    def imported_values(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> List[ast.expr]:
+        """Module-level values of a constant imported into `tracer`'s module (with `words`:
+        only from a module holding one of them)."""
+        hit = self._imported(tracer, name, words=words)
         if hit is None or hit[1] is None:
             return []
         target, original = hit

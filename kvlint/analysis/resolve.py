@@ -21,7 +21,9 @@ receiver that is none of these, so it is not the operator.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 from kvlint.analysis.module import ModuleIndex, dotted_name
@@ -45,6 +47,14 @@ NAMESPACE_PREFIXES: Dict[str, str] = {
 }
 
 WORKSPACE_PREFIX, WORKSPACE_SUFFIX = "_", "_get_max_workspace"
+
+
+@lru_cache(maxsize=4096)
+def alias_pattern(name: str) -> "re.Pattern[bytes]":
+    """Bytes a module must hold to bind `name` as an operator alias at module level: `name =`
+    at the start of a line, or an import of it (a re-export)."""
+    n = re.escape(name.encode())
+    return re.compile(rb"(?m)^[ \t]*" + n + rb"[ \t]*(?::[^=\n]*)?=(?!=)|\bimport\b[^\n]*\b" + n + rb"\b")
 
 
 @dataclass(frozen=True)
@@ -180,8 +190,24 @@ class OperatorResolver:
         if depth > 6:
             return []
         tracer = self.tracer
+        if not tracer.owns(at):  # a value from another module: qualified by its imports
+            other = tracer.tracer_for(at)
+            if other is not tracer and tracer.project is not None:
+                return tracer.project.resolver_of(other)._qualify(expr, at, depth)
+            return []
         if isinstance(expr, ast.Name):
             out = []
+            if expr.id not in self._assigned_names()[0]:
+                # bound by no `=` here: an import, or a name no rule can know
+                if expr.id in self.index.imports:
+                    out.append((self.index.imports[expr.id], ()))
+                project = tracer.project
+                if project is not None and expr.id in self.index.from_imports:
+                    # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
+                    # only when its bytes hold `fia =` or a re-export
+                    for value in project.imported_values(tracer, expr.id, alias_pattern(expr.id)):
+                        out.extend(self._qualify(value, value, depth + 1))
+                return out
             for value in tracer.candidates(expr, at, follow_calls=True):
                 if value is expr:
                     if expr.id in self.index.imports:

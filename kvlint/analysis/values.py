@@ -89,8 +89,7 @@ class ValueTracer:
         self.project = project
         self._assign_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
         self._self_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
-        self._merged_self_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
-        self._tables_built = False
+        self._grouped: Optional[Tuple[Dict[int, List[ast.AST]], Dict[int, List[ast.AST]]]] = None
         self._class_attr_writes: Optional[Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]] = None
         self._defs: Optional[Dict[str, ast.AST]] = None
         self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
@@ -177,20 +176,33 @@ class ValueTracer:
         """name -> [(statement, value)] for plain-name assignments directly in `scope`
         (nested functions and classes excluded): `=`, annotated, walrus, tuple unpacking and
         `for` targets."""
-        if self._tables_built is False:
-            self._build_tables()
-        return self._assign_tables.get(id(scope), {})
+        table = self._assign_tables.get(id(scope))
+        if table is None:
+            table = self._assign_tables[id(scope)] = {}
+            for node in self._statements()[0].get(id(scope), ()):
+                for target, value in self._statement_pairs(node):
+                    if isinstance(target, ast.Name):
+                        table.setdefault(target.id, []).append((node, value))
+            _sort(table)
+        return table
 
     def self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
         """attr -> [(statement, value)]: `self.attr = v` in any method (tuple targets
         included), `attr = v` in the class body, `Cls.attr = v` / `cls.attr = v` anywhere in
         the module; then the same for base classes of this module that lack the attribute."""
-        if self._tables_built is False:
-            self._build_tables()
-        table = self._merged_self_tables.get(id(cls))
+        table = self._self_tables.get(id(cls))
         if table is not None:
             return table
-        table = self._merged_self_tables[id(cls)] = dict(self._self_tables.get(id(cls), {}))  # a cycle ends here
+        table = self._self_tables[id(cls)] = {}  # a cycle of bases ends here
+        for node in self._statements()[1].get(id(cls), ()):
+            in_body = self.index.parent_of(node) is cls
+            for target, value in self._statement_pairs(node):
+                if in_body and isinstance(target, ast.Name):  # class body: `X = v` is read as self.X
+                    table.setdefault(target.id, []).append((node, value))
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id in ("self", "cls"):
+                    table.setdefault(target.attr, []).append((node, value))
+        _sort(table)
         for (owner, attr), items in self.class_attribute_writes().items():
             if owner == cls.name:
                 table[attr] = table.get(attr, []) + items
@@ -202,40 +214,28 @@ class ValueTracer:
                         table[attr] = items
         return table
 
-    def _build_tables(self) -> None:
-        """Every scope's name table and every class's attribute table in one pass over the
-        statements the ModuleIndex collected (no re-walk of functions: the hot path)."""
-        self._tables_built = True
-        index = self.index
-        scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Module)
-        names: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
-        attrs: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
-        parent = index.parent
-        for node in list(index.assigns) + list(index.for_loops) + list(index.named_exprs):
-            scope = parent.get(id(node))
-            while scope is not None and not isinstance(scope, scope_types):
-                scope = parent.get(id(scope))
-            if scope is None:
-                scope = index.tree
-            cls = scope if isinstance(scope, ast.ClassDef) else None
-            if cls is None:
-                a = scope
-                while a is not None and not isinstance(a, ast.ClassDef):
-                    a = parent.get(id(a))
-                cls = a
-            for target, value in self._statement_pairs(node):
-                if isinstance(target, ast.Name):
-                    if isinstance(scope, ast.ClassDef):  # class body: `X = v` is read as self.X
-                        attrs.setdefault(id(scope), {}).setdefault(target.id, []).append((node, value))
-                    else:
-                        names.setdefault(id(scope), {}).setdefault(target.id, []).append((node, value))
-                elif cls is not None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id in ("self", "cls") and not isinstance(node, (ast.For, ast.AsyncFor)):
-                    attrs.setdefault(id(cls), {}).setdefault(target.attr, []).append((node, value))
-        for table in list(names.values()) + list(attrs.values()):
-            for items in table.values():
-                items.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
-        self._assign_tables, self._self_tables = names, attrs
+    def _statements(self):
+        """Binding statements the ModuleIndex collected, grouped by their scope (function,
+        class body or module) and by their innermost class: one pass, no re-walk (the hot
+        path)."""
+        if self._grouped is None:
+            index = self.index
+            parent = index.parent
+            by_scope: Dict[int, List[ast.AST]] = {}
+            by_class: Dict[int, List[ast.AST]] = {}
+            scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+            for node in (*index.assigns, *index.for_loops, *index.named_exprs):
+                scope = parent.get(id(node))
+                while scope is not None and not isinstance(scope, scope_types):
+                    scope = parent.get(id(scope))
+                by_scope.setdefault(id(scope if scope is not None else index.tree), []).append(node)
+                cls = scope
+                while cls is not None and not isinstance(cls, ast.ClassDef):
+                    cls = parent.get(id(cls))
+                if cls is not None and not isinstance(node, (ast.For, ast.AsyncFor)):
+                    by_class.setdefault(id(cls), []).append(node)
+            self._grouped = (by_scope, by_class)
+        return self._grouped
 
     def class_attribute_writes(self) -> Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]:
         """(class name, attr) -> [(statement, value)] for `Cls.attr = v` in the module."""
@@ -697,6 +697,11 @@ class ValueTracer:
                           if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
                 return True
         return False
+
+
+def _sort(table: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
+    for items in table.values():
+        items.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
 
 
 def _method(cls: ast.ClassDef, name: str, tracer: "ValueTracer") -> Optional[ast.AST]:
