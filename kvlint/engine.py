@@ -143,7 +143,7 @@ class Checker:
         out: List[Finding] = []
         if rule.wants_calls:
             wanted = set(rule.operators)
-            for oc in ctx.op_calls:
+            for oc in ctx.checked_calls:
                 if not wanted or oc.name in wanted:
                     ctx.current_call = oc.call
                     out.extend(rule.check_call(oc, ctx))

@@ -238,9 +238,9 @@ class Project:
             return sub_tracer, None
         return None
 
-    def imported_definition(self, tracer, name: str):
+    def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None):
         """(tracer, FunctionDef/ClassDef) that `name`, imported in `tracer`'s module, is."""
-        hit = self._imported(tracer, name)
+        hit = self._imported(tracer, name, words=words)
         if hit is None or hit[1] is None:
             return None
         target, original = hit
@@ -264,30 +264,30 @@ class Project:
         target, original = hit
         return [v for _, v in target.assignments(target.index.tree).get(original, [])]
 
-    def module_tracer(self, tracer, dotted: str):
+    def module_tracer(self, tracer, dotted: str, words: Optional[Pattern[bytes]] = None):
         """The module a local dotted name stands for: `import pkg.mod as m` (m), `import
         pkg.mod` (pkg.mod), `from pkg import mod` (mod)."""
         importer = tracer.index.source.path
         module = tracer.index.module_imports.get(dotted)
         if module is not None:
             path = self.find_module(importer, module)
-            return self.load(path) if path else None
+            return self.load(path, words) if path else None
         if "." not in dotted:
-            hit = self._imported(tracer, dotted)
+            hit = self._imported(tracer, dotted, words=words)
             if hit is not None and hit[1] is None:
                 return hit[0]
         return None
 
-    def attribute_definition(self, tracer, dotted: str, attr: str):
+    def attribute_definition(self, tracer, dotted: str, attr: str, words: Optional[Pattern[bytes]] = None):
         """`mod.f` / `pkg.mod.Cls`: the function or class `attr` of the module `dotted`."""
-        target = self.module_tracer(tracer, dotted)
+        target = self.module_tracer(tracer, dotted, words)
         if target is None:
             return None
         d = target.definitions().get(attr)
         if d is not None:
             return target, d
         if attr in target.index.from_imports:
-            return self.imported_definition(target, attr)
+            return self.imported_definition(target, attr, words)
         return None
 
 

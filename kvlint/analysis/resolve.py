@@ -83,9 +83,18 @@ class OperatorResolver:
         # call id -> the functools.partial(...) calls its callee went through (their keywords
         # are the call's too)
         self.partials: Dict[int, Tuple[ast.Call, ...]] = {}
+        self._resolved: Dict[int, Tuple[ast.Call, Optional[OperatorCall]]] = {}
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
+        key = id(call)
+        if key in self._resolved:
+            return self._resolved[key][1]
+        oc = self._resolve(call)
+        self._resolved[key] = (call, oc)  # holds the call: its id stays its own
+        return oc
+
+    def _resolve(self, call: ast.Call) -> Optional[OperatorCall]:
         func = call.func
         if isinstance(func, ast.Attribute):
             last = func.attr
@@ -98,7 +107,8 @@ class OperatorResolver:
         # cheap reject: the callee's last part must be an operator name or an overload
         if last not in self._names and last not in ("out", "default") and not (
             last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
-        ) and last not in self.index.imports and not self._maybe_alias_name(func):
+        ) and last not in self.index.imports and last not in self.index.from_imports \
+                and not self._maybe_alias_name(func):
             return None
         for (qualified, partials), receiver in self._qualified_candidates(func, call):
             hit = self._lookup(qualified)

@@ -265,9 +265,10 @@ class ValueTracer:
         return any(p.arg == name for p in params)
 
     # -- definitions across modules ---------------------------------------------------------
-    def definition(self, expr: ast.expr, at: ast.AST) -> Optional[Tuple["ValueTracer", ast.AST]]:
+    def definition(self, expr: ast.expr, at: ast.AST, words=None) -> Optional[Tuple["ValueTracer", ast.AST]]:
         """The function or class a name or `module.name` stands for: this module's own, or
-        one imported from a module of the checked project (followed through re-exports)."""
+        one imported from a module of the checked project (followed through re-exports;
+        with `words`, a bytes regex, only from a module whose bytes match it)."""
         if isinstance(expr, ast.Name):
             func = self.index.enclosing_function(at) if self.owns(at) else None
             if func is not None and (self.assignments(func).get(expr.id) or self.is_parameter(expr.id, func)):
@@ -276,12 +277,12 @@ class ValueTracer:
             if d is not None:
                 return self, d
             if self.project is not None:
-                return self.project.imported_definition(self, expr.id)
+                return self.project.imported_definition(self, expr.id, words)
             return None
         if isinstance(expr, ast.Attribute) and self.project is not None:
             dotted = dotted_name(expr.value)
             if dotted is not None:
-                return self.project.attribute_definition(self, dotted, expr.attr)
+                return self.project.attribute_definition(self, dotted, expr.attr, words)
         return None
 
     def module_binding(self, name: str) -> List[ast.expr]:
