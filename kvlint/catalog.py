@@ -17,6 +17,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
+from kvlint.facts import Facts, load_facts
+
 _MISSING = object()
 
 
@@ -97,18 +99,6 @@ class RuleInfo:
         return self.fix != "none"
 
 
-@dataclass(frozen=True)
-class FaVersions:
-    v1: str
-    v2: str
-    v1_to_v2: Dict[str, str]
-    habits: Dict[str, Dict[str, str]]
-
-    @property
-    def v2_to_v1(self) -> Dict[str, str]:
-        return {v: k for k, v in self.v1_to_v2.items()}
-
-
 class Catalog:
     def __init__(self, root: Optional[Path] = None):
         self.root = root or data_dir()
@@ -116,8 +106,7 @@ class Catalog:
         self.generated_from: str = raw.get("generated_from", "")
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
-        fa = tomllib.loads((self.root / "fa_versions.toml").read_text(encoding="utf-8"))
-        self.fa = FaVersions(fa["v1"], fa["v2"], dict(fa["renames"]), dict(fa.get("habits", {})))
+        self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}
         for path in sorted((self.root / "codes").glob("KV*.toml")):
             info = self._rule(path)

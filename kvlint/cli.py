@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from kvlint import __version__
 from kvlint.catalog import load_catalog
@@ -28,6 +28,20 @@ def codes_list(text: str) -> List[str]:
     return [c.strip().upper() for c in text.split(",") if c.strip()]
 
 
+def per_file_pairs(text: str) -> List[Tuple[str, str]]:
+    """`tests/*.py:KV2,model.py:KV101` -> [("tests/*.py", "KV2"), ("model.py", "KV101")]
+    (ruff's `PATTERN:CODE` pairs)."""
+    pairs = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        glob, sep, code = item.rpartition(":")
+        if not sep or not glob.strip() or not code.strip():
+            raise argparse.ArgumentTypeError(f"expected GLOB:CODE, got {item!r}")
+        pairs.append((glob.strip(), code.strip().upper()))
+    return pairs
+
+
 def jobs_count(text: str) -> int:
     try:
         n = int(text)
@@ -44,11 +58,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     check = sub.add_parser("check", help="check Python files (default: the current folder)")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
-    check.add_argument("--select", type=codes_list, default=None, metavar="CODES",
-                       help="only these codes or prefixes (KV1, KV301)")
-    check.add_argument("--ignore", type=codes_list, default=[], metavar="CODES")
-    check.add_argument("--extend-select", type=codes_list, default=[], metavar="CODES")
-    check.add_argument("--format", choices=FORMATS, default="text")
+    # repeated --select/--ignore/--extend-select/--per-file-ignores accumulate, as in ruff
+    check.add_argument("--select", type=codes_list, action="extend", default=None, metavar="CODES",
+                       help="only these codes or prefixes (KV1, KV301); replaces the configured select")
+    check.add_argument("--ignore", type=codes_list, action="extend", default=[], metavar="CODES")
+    check.add_argument("--extend-select", type=codes_list, action="extend", default=[], metavar="CODES")
+    check.add_argument("--per-file-ignores", type=per_file_pairs, action="extend", default=None,
+                       metavar="GLOB:CODE,...", help="replaces the configured per-file-ignores")
+    check.add_argument("--extend-per-file-ignores", type=per_file_pairs, action="extend", default=[],
+                       metavar="GLOB:CODE,...", help="adds to the configured per-file-ignores")
+    check.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                       help="text (also: full), concise, json, json-lines, github, gitlab, sarif, junit")
     check.add_argument("--no-source", action="store_true", help="text format: no source line")
     add_check_options(check)  # kvlint/commands/check.py: config, formats, fixes
     check.add_argument("--jobs", "-j", type=jobs_count, default=None, metavar="N",

@@ -55,6 +55,8 @@ class Overrides:
     extend_select: Tuple[str, ...] = ()
     exclude: Optional[Tuple[str, ...]] = None
     extend_exclude: Tuple[str, ...] = ()
+    per_file_ignores: Optional[Tuple[Tuple[str, Tuple[str, ...]], ...]] = None
+    extend_per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
 def known_codes() -> frozenset:
@@ -132,6 +134,9 @@ def parse_table(table: Dict[str, Any], path: str) -> Dict[str, Any]:
     """Validate a [tool.kvlint] table; returns the Settings keyword arguments it sets."""
     out: Dict[str, Any] = {}
     for key, value in table.items():
+        if key not in KNOWN_KEYS and key in HEURISTIC_KEYS:
+            raise ConfigError(f"{path}: [tool.kvlint] unknown key `{key}`: it is a heuristics option; "
+                              f"put it under [tool.kvlint.heuristics] (`{key} = [...]` there)")
         if key not in KNOWN_KEYS:
             hint = _close(key, KNOWN_KEYS)
             raise ConfigError(f"{path}: [tool.kvlint] unknown key `{key}`{hint}")
@@ -209,6 +214,8 @@ def load_settings(config_file: Optional[str], overrides: Overrides = Overrides()
         root = os.path.dirname(os.path.abspath(config_file))
     select = overrides.select if overrides.select is not None else values.get("select", ())
     exclude = overrides.exclude if overrides.exclude is not None else values.get("exclude", ())
+    per_file = overrides.per_file_ignores if overrides.per_file_ignores is not None else \
+        values.get("per_file_ignores", ())
     return Settings(
         select=tuple(select),
         ignore=tuple(values.get("ignore", ())) + tuple(overrides.ignore),
@@ -217,7 +224,7 @@ def load_settings(config_file: Optional[str], overrides: Overrides = Overrides()
         names=values.get("names", HeuristicNames()),
         exclude=tuple(exclude),
         extend_exclude=tuple(values.get("extend_exclude", ())) + tuple(overrides.extend_exclude),
-        per_file_ignores=values.get("per_file_ignores", ()),
+        per_file_ignores=tuple(per_file) + tuple(overrides.extend_per_file_ignores),
         root=root,
         config_file=os.path.abspath(config_file) if config_file else "",
     )
@@ -278,7 +285,16 @@ def glob_matches(pattern: str, path: str, root: str) -> bool:
 
 
 def is_excluded(path: str, settings: Settings) -> bool:
-    return any(glob_matches(p, path, settings.root) for p in settings.exclude + settings.extend_exclude)
+    return exclusion(path, settings) is not None
+
+
+def exclusion(path: str, settings: Settings) -> Optional[Tuple[str, str]]:
+    """(key, pattern) of the first `exclude`/`extend-exclude` pattern matching `path`, else None."""
+    for key, patterns in (("exclude", settings.exclude), ("extend-exclude", settings.extend_exclude)):
+        for p in patterns:
+            if glob_matches(p, path, settings.root):
+                return key, p
+    return None
 
 
 def ignored_codes(path: str, settings: Settings) -> Tuple[str, ...]:
@@ -320,8 +336,19 @@ def show(settings: Settings, path: str) -> str:
     from kvlint.catalog import load_catalog
 
     catalog = load_catalog()
-    enabled = [r.code for r in all_rules()
-               if settings.enabled(r.code, catalog.rules[r.code].enabled_by_default
-                                   if r.code in catalog.rules else True)]
-    lines += ["", f"# enabled rules: {', '.join(sorted(enabled))}"]
+    enabled = sorted(r.code for r in all_rules()
+                     if settings.enabled(r.code, catalog.rules[r.code].enabled_by_default
+                                         if r.code in catalog.rules else True))
+    lines += ["", f"# enabled rules: {', '.join(enabled)}"]
+    if not os.path.isdir(path):
+        dropped = ignored_codes(path, settings)
+        in_effect = [c for c in enabled if not code_matches(c, dropped)]
+        pairs = [(g, c) for g, c in settings.per_file_ignores if glob_matches(g, path, settings.root)]
+        lines += [f"# per-file-ignores matching {path}: "
+                  + (", ".join(f'"{g}" = {toml_list(c)}' for g, c in pairs) if pairs else "(none)"),
+                  f"# rules in effect for {path}: {', '.join(in_effect) or '(none)'}"]
+        reason = exclusion(path, settings)
+        if reason:
+            lines.append(f"# {path} is excluded by `{reason[0]}` pattern \"{reason[1]}\" "
+                         f"(checked only when named without --force-exclude)")
     return "\n".join(lines) + "\n"

@@ -1,8 +1,19 @@
-"""Which files `kvlint check PATH...` looks at."""
+"""Which files `kvlint check PATH...` looks at.
+
+Folders are walked for `*.py`/`*.pyi`, skipping VCS folders, caches, build output and
+virtualenvs, never following a symlinked folder, and (by default, as ruff does) what the
+`.gitignore` files say: those of the walked folder and of every folder above it up to the
+repository root (the folder holding `.git`), and `.git/info/exclude`, with git's own
+pattern language (pathspec's `GitIgnoreSpec`), a deeper `.gitignore` winning over a
+shallower one and an ignored folder never entered. A file named on the command line is
+always a candidate (`explicit`): what configuration or `.gitignore` says about it is
+decided by the caller (ruff's `--force-exclude`).
+"""
 from __future__ import annotations
 
 import os
-from typing import Iterator, List, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "node_modules", "build", "dist", ".venv", "venv",
@@ -15,41 +26,111 @@ def is_virtualenv(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
 
 
-def iter_python_files(paths: Sequence[str]) -> Tuple[List[str], List[str]]:
-    """(files, missing): files in a stable order; explicit file paths are always kept;
-    directories are walked for `*.py`, skipping VCS, caches, build output and virtualenvs,
-    never following symlinked directories."""
-    files: List[str] = []
-    missing: List[str] = []
+@dataclass
+class Discovery:
+    files: List[str] = field(default_factory=list)  # in a stable order
+    explicit: Set[str] = field(default_factory=set)  # named on the command line
+    missing: List[str] = field(default_factory=list)
+
+
+def discover(paths: Sequence[str], respect_gitignore: bool = True) -> Discovery:
+    out = Discovery()
     seen = set()
+    gitignore = GitIgnore() if respect_gitignore else None
     for p in paths:
         if os.path.isdir(p):
-            for f in _walk(p):
+            for f in _walk(p, gitignore):
                 if f not in seen:
                     seen.add(f)
-                    files.append(f)
+                    out.files.append(f)
         elif os.path.lexists(p):
             if p not in seen:
                 seen.add(p)
-                files.append(p)
+                out.files.append(p)
+            out.explicit.add(p)
         else:
-            missing.append(p)
-    return files, missing
+            out.missing.append(p)
+    return out
 
 
-def _walk(root: str) -> Iterator[str]:
+def iter_python_files(paths: Sequence[str], respect_gitignore: bool = False) -> Tuple[List[str], List[str]]:
+    """(files, missing): the walk without the exclusion decisions of `kvlint check`."""
+    found = discover(paths, respect_gitignore)
+    return found.files, found.missing
+
+
+def _walk(root: str, gitignore: Optional["GitIgnore"]) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames
                              if d not in SKIP_DIRS and not d.endswith(".egg-info")
-                             and not is_virtualenv(os.path.join(dirpath, d)))
+                             and not is_virtualenv(os.path.join(dirpath, d))
+                             and not (gitignore and gitignore.ignored(os.path.join(dirpath, d), True, root)))
         for name in sorted(filenames):
             if name.endswith(".py") or name.endswith(".pyi"):
                 full = os.path.join(dirpath, name)
                 if os.path.islink(full) and not _inside(os.path.realpath(full), root):
                     continue  # never follow a link out of the given root
+                if gitignore and gitignore.ignored(full, False, root):
+                    continue
                 yield os.path.normpath(full)
 
 
 def _inside(path: str, root: str) -> bool:
     root = os.path.realpath(root)
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class GitIgnore:
+    """`.gitignore` decisions, each `.gitignore` read once."""
+
+    def __init__(self):
+        self._specs: Dict[str, object] = {}  # folder -> GitIgnoreSpec or None
+        self._roots: Dict[str, Optional[str]] = {}  # folder -> repository root or None
+
+    def repo_root(self, folder: str) -> Optional[str]:
+        if folder not in self._roots:
+            parent = os.path.dirname(folder)
+            if os.path.exists(os.path.join(folder, ".git")):
+                self._roots[folder] = folder
+            else:
+                self._roots[folder] = None if parent == folder else self.repo_root(parent)
+        return self._roots[folder]
+
+    def _spec(self, path: str):
+        if path not in self._specs:
+            import pathspec
+
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    lines = fh.read().splitlines()
+            except OSError:
+                lines = None
+            self._specs[path] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[path]
+
+    def ignored(self, path: str, is_dir: bool, walk_root: str) -> bool:
+        """Whether git would ignore `path` (checked by the caller's walk from the top, so an
+        ignored parent folder has already pruned it)."""
+        full = os.path.abspath(path)
+        folder = os.path.dirname(full)
+        top = self.repo_root(folder) or os.path.abspath(walk_root)
+        chain = []  # folders from `top` down to the path's own folder
+        current = folder
+        while True:
+            chain.append(current)
+            if current == top or os.path.dirname(current) == current:
+                break
+            current = os.path.dirname(current)
+        chain.reverse()
+        sources = [(top, os.path.join(top, ".git", "info", "exclude"))] if self.repo_root(folder) else []
+        sources += [(d, os.path.join(d, ".gitignore")) for d in chain]
+        verdict = False
+        for base, ignore_file in sources:
+            spec = self._spec(ignore_file)
+            if spec is None:
+                continue
+            rel = os.path.relpath(full, base).replace(os.sep, "/") + ("/" if is_dir else "")
+            include = spec.check_file(rel).include
+            if include is not None:
+                verdict = include
+        return verdict

@@ -15,6 +15,7 @@ from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.project import Project
 from kvlint.catalog import Catalog, load_catalog
 from kvlint.checks import FileContext, Rule, all_rules
+from kvlint.checks.base import NoCase
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
 from kvlint.source import ReadFailure, SourceFile, decode, read_bytes
@@ -34,12 +35,19 @@ class Checker:
         self.project.catalog = self.catalog
         every = list(rules) if rules is not None else all_rules()
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
-        self.prefilter = build_prefilter(self.rules)
-        self._rule_words = {r.code: frozenset(w.encode() for w in (*r.operators, *r.trigger_words))
-                            for r in self.rules}
-        self._words = frozenset().union(*self._rule_words.values())
-        self._required = {r.code: [tuple(w.encode() if isinstance(w, str) else w for w in group)
-                                   for group in r.required_words(settings)] for r in self.rules}
+        canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
+
+        def word(w):
+            w = _as_bytes(w)
+            key = (type(w), w) if isinstance(w, bytes) else (w.pattern, w.flags)
+            return canon.setdefault(key, w)
+
+        self._rule_words = {r.code: tuple(word(w) for w in r.words(settings)) for r in self.rules}
+        self._required = {r.code: [tuple(word(w) for w in group) for group in r.required_words(settings)]
+                          for r in self.rules}
+        # a rule without words runs on every parsed file, so then every file is parsed
+        wordless = any(not words for words in self._rule_words.values())
+        self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _default_on(self, code: str) -> bool:
@@ -54,12 +62,17 @@ class Checker:
             return self._failure(shown, data.reason)
         return self.check_bytes(shown, data)
 
-    def check_bytes(self, path: str, data: bytes) -> FileResult:
-        if self.prefilter is None or not self.prefilter.search(data):
-            return FileResult(path)
-        rules = self.rules_for(data)
-        if not any(self._rule_words[r.code] for r in rules):
-            return FileResult(path)  # words seen, but no rule's `required_words` are all there
+    def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
+        """`prefilter=False` parses the file and runs every enabled rule whatever its bytes
+        (the pre-filter's property test compares both)."""
+        if prefilter:
+            if not self.rules or (self.prefilter is not None and not self.prefilter.search(data)):
+                return FileResult(path)
+            rules = self.rules_for(data)
+            if not rules:
+                return FileResult(path)  # words seen, but no rule's `required_words` are all there
+        else:
+            rules = list(self.rules)
         if len(data) > self.max_parse_bytes:  # the ast of 10 MB of code takes ~1.6 GB
             return self._failure(path, f"{len(data) / 2 ** 20:.1f} MiB is over the {self.max_parse_bytes / 2 ** 20:g} "
                                        f"MiB limit for one file (generated code?); not parsed",
@@ -73,18 +86,25 @@ class Checker:
         """The enabled rules one of whose words is in `data` (a rule without words always
         runs) and each of whose `required_words` groups has a word in `data`: the per-rule
         level of the pre-filter."""
-        present = {w for w in self._words if w in data}
-        searched: Dict[int, bool] = {}  # one search per pattern object, however many rules share it
+        searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
+
+        lower: List[bytes] = []
 
         def holds(w) -> bool:
-            if type(w) is bytes:
-                return w in data
             hit = searched.get(id(w))
             if hit is None:
-                hit = searched[id(w)] = w.search(data) is not None
+                if isinstance(w, _NoCaseBytes):
+                    if not lower:
+                        lower.append(data.lower())
+                    hit = w in lower[0]
+                elif type(w) is bytes:
+                    hit = w in data
+                else:
+                    hit = w.search(data) is not None
+                searched[id(w)] = hit
             return hit
 
-        return [r for r in self.rules if (not self._rule_words[r.code] or self._rule_words[r.code] & present)
+        return [r for r in self.rules if (not self._rule_words[r.code] or any(map(holds, self._rule_words[r.code])))
                 and all(any(holds(w) for w in group) for group in self._required[r.code])]
 
     def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
@@ -162,23 +182,60 @@ class Checker:
                        source_line=text)
 
 
-def build_prefilter(rules: Sequence[Rule]) -> Optional[Pattern[bytes]]:
-    """A bytes regex of every word an enabled rule needs; derived, never hand-kept. The words
-    are merged into a trie (`npu_(?:fused_...|incre_...)`): 2.5x faster than a flat
-    alternation, and this runs over every byte of every file."""
-    words = set()
-    for r in rules:
-        words.update(r.operators)
-        words.update(r.trigger_words)
+class Prefilter:
+    """`search(data)`: does any word of any enabled rule occur in `data`? Plain words are one
+    trie regex over the bytes, `NoCase` words one over the lowercased bytes, regex words are
+    searched one by one (each with its own flags)."""
+
+    def __init__(self, exact, nocase, patterns):
+        self.exact, self.nocase, self.patterns = exact, nocase, patterns
+
+    def search(self, data: bytes) -> bool:
+        if self.exact is not None and self.exact.search(data):
+            return True
+        if self.nocase is not None and self.nocase.search(data.lower()):
+            return True
+        return any(p.search(data) for p in self.patterns)
+
+
+def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilter]:
+    """The pre-filter of every word of every enabled rule (`Rule.words`); derived, never
+    hand-kept. Words are merged into a trie (`npu_(?:fused_...|incre_...)`): 2.5x faster
+    than a flat alternation, and this runs over every byte of every file."""
+    exact, nocase, patterns = set(), set(), {}
+    for ws in word_lists:
+        for w in ws:
+            if isinstance(w, _NoCaseBytes):
+                nocase.add(bytes(w))
+            elif type(w) is bytes:
+                exact.add(w)
+            else:
+                patterns[(w.pattern, w.flags)] = w
+    if not exact and not nocase and not patterns:
+        return None
+    return Prefilter(_trie(exact), _trie(nocase), list(patterns.values()))
+
+
+def _trie(words) -> Optional[Pattern[bytes]]:
     if not words:
         return None
     trie: dict = {}
     for w in words:
         node = trie
-        for ch in w.encode():
+        for ch in w:
             node = node.setdefault(ch, {})
         node[None] = {}  # a word ends here
     return re.compile(_trie_pattern(trie))
+
+
+class _NoCaseBytes(bytes):
+    """A NoCase word, lowercased, as bytes."""
+
+
+def _as_bytes(word):
+    if isinstance(word, NoCase):
+        return _NoCaseBytes(word.lower().encode())
+    return word.encode() if isinstance(word, str) else word
 
 
 def _trie_pattern(node: dict) -> bytes:

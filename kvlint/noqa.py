@@ -1,24 +1,38 @@
-"""`# noqa` and `# noqa: KV101,KV2` comments, read from real comment tokens."""
+"""Suppression comments, read from real comment tokens (`"# noqa"` in a string does nothing):
+
+- `# noqa` / `# noqa: KV101,KV2` on the reported line or on the first line of the statement;
+- `# kvlint: noqa` (every code) / `# kvlint: noqa: KV2` anywhere in a file, for the whole
+  file (ruff's `# ruff: noqa`).
+"""
 from __future__ import annotations
 
 import io
 import re
 import tokenize
-from typing import Dict, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from kvlint.analysis.findings import Finding
 from kvlint.settings import code_matches
 from kvlint.source import SourceFile
 
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.IGNORECASE)
+CODES = r"[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*"
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>%s))?" % CODES, re.IGNORECASE)
+FILE_NOQA = re.compile(r"#\s*kvlint\s*:\s*noqa(?:\s*:\s*(?P<codes>%s))?" % CODES, re.IGNORECASE)
 HAS_NOQA = re.compile("noqa", re.IGNORECASE)
 ALL = None  # a bare `# noqa`
+UNUSED_NOQA = "KV900"
+
+
+def split_codes(codes: str) -> List[str]:
+    return [c.upper() for c in re.split(r"[\s,]+", codes) if c]
 
 
 class NoqaIndex:
     def __init__(self, source: SourceFile):
         self.by_line: Dict[int, Optional[Set[str]]] = {}
         self.comments: Dict[int, Tuple[int, str]] = {}  # line -> (column, comment text), for KV900
+        self.file_all = False  # `# kvlint: noqa`
+        self.file_codes: Set[str] = set()  # `# kvlint: noqa: KV2, KV301`
         if not HAS_NOQA.search(source.text):
             return  # the common case: no need to tokenize (the hot path of every parsed file)
         try:
@@ -32,6 +46,13 @@ class NoqaIndex:
                     self._add(n, line[line.index("#"):], line.index("#"))
 
     def _add(self, line: int, comment: str, column: int = 0) -> None:
+        whole = FILE_NOQA.search(comment)
+        if whole:
+            if whole.group("codes") is None:
+                self.file_all = True
+            else:
+                self.file_codes.update(split_codes(whole.group("codes")))
+            comment = comment[:whole.start()] + " " * (whole.end() - whole.start()) + comment[whole.end():]
         m = NOQA.search(comment)
         if not m:
             return
@@ -40,12 +61,19 @@ class NoqaIndex:
         if codes is None:
             self.by_line[line] = ALL
         elif self.by_line.get(line, set()) is not ALL:
-            self.by_line.setdefault(line, set()).update(c.upper() for c in re.split(r"[\s,]+", codes) if c)
+            self.by_line.setdefault(line, set()).update(split_codes(codes))
+
+    def suppresses_file(self, finding: Finding) -> bool:
+        return self.file_all or code_matches(finding.code, self.file_codes)
 
     def suppresses(self, finding: Finding) -> bool:
+        if self.suppresses_file(finding):
+            return True
         for line in finding.noqa_lines or (finding.line,):
             if line in self.by_line:
                 codes = self.by_line[line]
-                if codes is ALL or code_matches(finding.code, codes):
+                if codes is ALL and finding.code != UNUSED_NOQA:
+                    return True  # a bare `# noqa` cannot hide the report that it is unused (RUF100)
+                if codes is not ALL and code_matches(finding.code, codes):
                     return True
         return False

@@ -28,14 +28,16 @@ def pytest_runtest_setup(item):
     if handle is not None and handle.active:
         from kvlint.runtime.guard import refresh
 
-        refresh()
+        refresh()  # operators registered since (a conftest importing torch_npu)
 
 
 def pytest_report_header(config):
     handle = getattr(config, _HANDLE, None)
-    if handle is not None:
-        return f"kvlint: runtime guard on (mode raise, checks {handle.checks})"
-    return None
+    if handle is None:
+        return None
+    if not handle.guarded:
+        return f"kvlint: runtime guard on but guarding no operator: {handle.reason}"
+    return f"kvlint: runtime guard on (mode raise, checks {handle.checks}, {handle.guarded} operator entry points)"
 
 
 def pytest_unconfigure(config):

@@ -29,6 +29,8 @@ WHEEL_OPERATORS = [
     "npu_incre_flash_attention",
     "npu_prompt_flash_attention",
     "npu_fusion_attention",
+    "npu_fusion_attention_v2",
+    "npu_fusion_attention_v3",
     "scatter_update_",
     "npu_scatter_nd_update_",
     "npu_scatter_pa_kv_cache",

@@ -114,9 +114,15 @@ def test_json_shape(tree, capsys):
     data = json.loads(out)
     assert set(data) == {"kvlint", "files", "findings", "errors"}
     f = data["findings"][1]
-    assert set(f) == {"path", "line", "column", "end_line", "end_column", "code", "severity", "message", "fixable"}
+    assert set(f) == {"path", "line", "column", "end_line", "end_column", "code", "severity", "message", "fixable",
+                      "help", "url", "fix"}
     assert (f["line"], f["column"], f["end_column"], f["fixable"]) == (5, 78, 95, True)
     assert "`scale`" in f["message"]
+    assert f["url"].endswith("/docs/rules/KV101.md")
+    assert f["help"] == "Rename `softmax_scale` to `scale`"
+    assert f["fix"] == {"applicability": "safe", "message": "rename `softmax_scale` to `scale`",
+                        "edits": [{"content": "scale", "location": {"row": 5, "column": 78},
+                                   "end_location": {"row": 5, "column": 91}}]}
 
 
 def test_text_output_has_location_source_and_caret(tree, capsys):

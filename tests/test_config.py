@@ -1,5 +1,6 @@
 """[tool.kvlint]: discovery per file, --config, --isolated, validation (exit 2 naming the
 key and the file), exclude, per-file-ignores, severity, heuristic names, --show-settings."""
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -42,7 +43,8 @@ def project(tmp_path, monkeypatch):
 def concise(capsys, *args):
     code = main(["check", "--format", "concise", *args])
     captured = capsys.readouterr()
-    return code, [line.split(": ")[0] + " " + line.split(": ")[1].split()[0] for line in captured.out.splitlines()], captured.err
+    findings = [line for line in captured.out.splitlines() if re.match(r"\S+:\d+:\d+: ", line)]
+    return code, [line.split(": ")[0] + " " + line.split(": ")[1].split()[0] for line in findings], captured.err
 
 
 def test_discovery_exclude_per_file_ignores_and_nearest_config(project, capsys):
@@ -116,7 +118,7 @@ def test_heuristic_names_reach_the_rules(tmp_path, capsys):
             return out
     """)
     main(["check", str(src), "--isolated", "--select", "KV203", "--format", "concise"])
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == "All checks passed!\n"
     write(tmp_path / "pyproject.toml", "[tool.kvlint.heuristics]\nprefill-function-words = ['encode_step']\n")
     main(["check", str(src), "--select", "KV203", "--format", "concise"])
     assert "KV203" in capsys.readouterr().out

@@ -42,6 +42,8 @@ def test_concise(work, capsys):
         "takes `scale`: this call raises when it first runs",
         "bad.py:14:15: KV101 [*] `softmax_scale` is the FA v2 name (from `**kwargs`); "
         "npu_fused_infer_attention_score (v1) takes `scale`: this call raises when it first runs",
+        "Found 2 errors.",
+        "[*] 2 fixable with the `--fix` option.",
     ]
 
 
@@ -111,14 +113,16 @@ def test_json_schema_kept(work, capsys):
     doc = json.loads(out)
     assert set(doc) == {"kvlint", "files", "findings", "errors"}
     assert set(doc["findings"][0]) == {"path", "line", "column", "end_line", "end_column", "code",
-                                       "severity", "message", "fixable"}
+                                       "severity", "message", "fixable", "help", "url", "fix"}
 
 
 def test_statistics(work, capsys):
     code, out = run(capsys, ".", "--statistics")
     assert code == 1
     assert out.splitlines() == ["2\tKV101\t[*] fa-other-version-keyword",
-                                "2\tKV205\t[*] float-attention-mask"]
+                                "2\tKV205\t[*] float-attention-mask",
+                                "Found 4 errors.",
+                                "[*] 4 fixable with the `--fix` option."]
 
 
 def test_output_file(work, capsys):

@@ -12,6 +12,7 @@ WRITE = kv_length_write_pattern(HeuristicNames())
     "kv_len += 1", "self.kv_len = self.kv_len + 1", "m.seq_lens[i] = x", "seq_lens [0][1] = 2",
     "self.kv_len: int = 3", "kv_len.add_(1)", "kv_len[0].add_(1)", "slot_mapping.copy_ (x)",
     "KV_LEN = 2", "attn_metadata.actual_seq_lengths_kv //= 2", "context_lens.append(3)",
+    "meta.Seq_Lens += 1", "kv_len[x[1]] = 0", "(kv_len) += 1", "kv_len[\n    i] = 0", "kv_len \\\n    += 1",
 ])
 def test_kv_length_writes_match(text):
     assert WRITE.search(text.encode())

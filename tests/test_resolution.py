@@ -38,6 +38,12 @@ def resolved(code: str):
     ("import torch\ntorch.ops.npu._npu_fused_infer_attention_score_v2_get_max_workspace(q, k, v)",
      [(2, "npu_fused_infer_attention_score_v2", "workspace")]),
     ("from torch.ops import npu\nnpu.scatter_update_(c, i, u, axis=1)", [(2, "scatter_update_", "")]),
+    ("import torch_npu\ntorch_npu.npu_fusion_attention(q, k, v, 8, 'BSH')", [(2, "npu_fusion_attention", "")]),
+    ("import torch_npu\ntorch_npu.npu_fusion_attention_v2(q, k, v, 8, 'BSH')", [(2, "npu_fusion_attention_v2", "")]),
+    ("import torch_npu\ntorch_npu.npu_fusion_attention_v3.out(q, k, v, 8, 'BSH', workspace=w)",
+     [(2, "npu_fusion_attention_v3", "out")]),
+    ("import torch\ntorch.ops.npu._npu_fusion_attention_v3_get_max_workspace(q, k, v, 8, 'BSH')",
+     [(2, "npu_fusion_attention_v3", "workspace")]),
     ("import torch\ntorch.ops.cann_ops_transformer.kv_compress_epilog(cache, x, s)", [(2, "kv_compress_epilog", "")]),
 ])
 def test_module_level_names(code, expected):
@@ -265,3 +271,22 @@ def test_phase_from_else_branch_and_function_name():
     ctx = context(code)
     phases = [ctx.context.phase(oc.call) for oc in ctx.op_calls]
     assert phases == ["decode", "prefill"]
+
+
+def test_fusion_attention_roles_by_keyword_and_by_position():
+    from kvlint.checks.roles import role_node, role_values
+    from kvlint.checks.sparse import sparse_view, token_window_values
+    ctx = context("""
+        import torch_npu
+        torch_npu.npu_fusion_attention(q, k, v, 8, "BSH", None, None, mask, 0.125, pre_tockens=7, sparse_mode=4)
+        torch_npu.npu_fusion_attention(q, k, v, 8, "BSH", scale=0.1)
+    """)
+    first, second = ctx.op_calls
+    assert [ctx.text(e) for e in role_values(first, ctx, "mask")] == ["mask"]
+    assert [ctx.text(e) for e in role_values(first, ctx, "scale")] == ["0.125"]
+    assert ctx.text(role_node(first, ctx, "num_heads")) == "8"
+    view = sparse_view(first, ctx)
+    assert view.modes == {4} and view.mask_passed and not view.no_mask
+    assert token_window_values(first, ctx, "pre_tokens")[1] == [7]
+    assert token_window_values(first, ctx, "next_tokens") is None
+    assert sparse_view(second, ctx).no_mask and role_values(second, ctx, "mask") == []

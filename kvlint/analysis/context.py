@@ -61,17 +61,19 @@ def layer_class_words(names: HeuristicNames) -> Tuple[str, ...]:
 @lru_cache(maxsize=8)
 def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `class` statement whose name holds a LAYER_CLASS word (the
-    heuristic looks at nothing else)."""
+    heuristic looks at nothing else; it compares the words as written, so does this)."""
     words = b"|".join(re.escape(w.encode()) for w in sorted(set(layer_class_words(names))))
-    return re.compile(rb"\bclass[ \t]+\w*(?:" + words + rb")")
+    return re.compile(rb"\bclass(?:\s|\\)+\w*(?:" + words + rb")")
 
 
 @lru_cache(maxsize=8)
 def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `for ... in ...<loop word>` header (PER_LAYER_LOOP reads the
-    loop's iterable only; `h` is in every file, a loop over a name `h` is not)."""
+    loop's iterable only; `h` is in every file, a loop over a name `h` is not). A header may
+    span lines (parentheses, backslashes); its target and its iterable up to the loop word
+    hold no `:`."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
-    return re.compile(rb"\bfor\b[^\n]*?\bin\b[^\n]*?\b(?:" + words + rb")\b")
+    return re.compile(rb"\bfor\b[^:]*?\bin\b[^:]*?\b(?:" + words + rb")\b")
 
 
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.
@@ -85,16 +87,19 @@ INPLACE_METHODS = frozenset({
 @lru_cache(maxsize=8)
 def kv_length_write_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """A KV_LENGTH_NAMES name being written (for the byte pre-filter of the rules that report
-    only such writes): `kv_len += 1`, `m.seq_lens[i] = x`, `self.kv_len: T = x`,
-    `kv_len.add_(1)`. Each name is matched as written and in upper case (measured: 3x faster
-    than IGNORECASE with a look-behind, the same files over both real code bases)."""
-    variants = sorted({v for w in names.kv_length_names for v in (w, w.upper())}, key=len, reverse=True)
-    words = b"|".join(re.escape(w.encode()) for w in variants)
+    only such writes): `kv_len += 1`, `m.Seq_Lens[i] = x`, `self.kv_len: T = x`,
+    `kv_len.add_(1)`, `(kv_len) += 1`. Any case, as `is_kv_length_name` lowercases. Between
+    the name and the store: spaces, line continuations, closing parentheses and subscripts
+    (brackets nested up to three deep, across lines)."""
+    words = b"|".join(re.escape(w.encode()) for w in sorted(set(names.kv_length_names), key=len, reverse=True))
     methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
-    subscripts = rb"\s*(?:\[[^\]\n]*\]\s*)*"
+    inner = rb"[^\[\]]*"
+    for _ in range(2):
+        inner = rb"(?:[^\[\]]|\[" + inner + rb"\])*"
+    gap = rb"(?:\s|\\|\)|\[" + inner + rb"\])*"
     store = rb"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
     call = rb"\.\s*(?:" + methods + rb")\s*\("
-    return re.compile(rb"\b(?:" + words + rb")\b" + subscripts + rb"(?:" + store + rb"|" + call + rb")")
+    return re.compile(rb"\b(?:" + words + rb")\b" + gap + rb"(?:" + store + rb"|" + call + rb")", re.IGNORECASE)
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:
@@ -215,14 +220,34 @@ class Context:
 
     # -- layers -----------------------------------------------------------------------------
     def layer_class(self, node: ast.AST) -> Optional[ast.ClassDef]:
-        """LAYER_CLASS: the enclosing class when its name says it is an attention/decoder layer."""
+        """LAYER_CLASS: the enclosing class when its name says it is an attention/decoder layer
+        and it is not a `torch.autograd.Function` (whose `ctx` is per-call state, whatever the
+        class is called)."""
         cls = self.index.enclosing_class(node)
-        if cls is None or _words_in(cls.name, self.names.not_layer_class_words):
+        if cls is None or _words_in(cls.name, self.names.not_layer_class_words) or self.is_autograd_function(cls):
             return None
         name = re.sub(r"(V\d+|\d+)$", "", cls.name)
         if any(name.endswith(w) for w in self.names.layer_class_words) or "Attention" in name or "Attn" in name:
             return cls
         return None
+
+    def is_autograd_function(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """AUTOGRAD_FUNCTION: `class F(torch.autograd.Function)` (through import aliases, or a
+        base class of this module that is one). Its forward/backward run once per call on
+        their own `ctx`: not a layer."""
+        local = {c.name: c for c in self.index.classes}
+        for base in cls.bases:
+            name = dotted_name(base)
+            if name is None:
+                continue
+            head, _, rest = name.partition(".")
+            qualified = self.index.imports.get(head, head) + ("." + rest if rest else "")
+            if qualified.startswith("torch.autograd.") and qualified.endswith(".Function"):
+                return True
+            if name in local and local[name] is not cls and depth < 5 \
+                    and self.is_autograd_function(local[name], depth + 1):
+                return True
+        return False
 
     def per_layer_loop(self, node: ast.AST) -> Optional[ast.AST]:
         """PER_LAYER_LOOP: an enclosing `for x in <...>layers` loop whose body holds `node`."""

@@ -24,29 +24,18 @@ import ast
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from kvlint.analysis.module import ModuleIndex, dotted_name
 from kvlint.analysis.values import ValueTracer
 from kvlint.catalog import Catalog, Operator
+from kvlint.facts import load_facts
 
-# Qualified prefixes that name an operator namespace, and the catalog namespace each means.
-NAMESPACE_PREFIXES: Dict[str, str] = {
-    "torch_npu": "npu",
-    "torch.ops.npu": "npu",
-    "torchair.ops": "npu",  # graph-mode entry points with the same keywords
-    "torchair.ge.ops": "npu",
-    "torch.ops.air": "npu",
-    "torch_npu.atb": "atb",
-    "torch.ops.atb": "atb",
-    "cann_ops_transformer": "cann_ops_transformer",
-    "cann_ops_transformer.ops": "cann_ops_transformer",  # from cann_ops_transformer.ops import X
-    "torch.ops.cann_ops_transformer": "cann_ops_transformer",
-    "torch.ops._C_ascend": "_C_ascend",
-    "torch.ops.custom": "custom",
-}
-
-WORKSPACE_PREFIX, WORKSPACE_SUFFIX = "_", "_get_max_workspace"
+_NAMESPACES = load_facts().namespaces
+# Qualified prefixes that name an operator namespace, and the catalog namespace each means
+# (rules/facts/operators.toml [namespaces.prefixes]).
+NAMESPACE_PREFIXES: Mapping[str, str] = _NAMESPACES.prefixes
+WORKSPACE_PREFIX, WORKSPACE_SUFFIX = _NAMESPACES.workspace_prefix, _NAMESPACES.workspace_suffix
 
 
 @lru_cache(maxsize=4096)

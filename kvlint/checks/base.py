@@ -135,29 +135,42 @@ class FileContext:
         return "\n".join(parts)
 
 
+class NoCase(str):
+    """A pre-filter word matched in any case (for names a rule compares lowercased)."""
+
+
+Word = Union[str, NoCase, "Pattern[bytes]"]
+
+
 class Rule:
     """A static rule. Set `code`; implement `check_call` (called once per resolved operator
     call whose base name is in `operators`) and/or `check_module`.
 
-    `operators` and `trigger_words` feed the byte pre-filter: a file that contains none of
-    the words of any enabled rule is not parsed, and a rule runs on a parsed file only when
-    one of its own words is in the file's bytes (a rule declaring no word runs on every
-    parsed file). So a rule must declare every word without which it cannot report: the
-    operator base names it looks at, and for `check_module` the names it looks for.
+    `words(settings)` feeds the byte pre-filter: a file that contains none of the words of
+    any enabled rule is not parsed, and a rule runs on a parsed file only when one of its own
+    words is in the file's bytes. A rule declaring no word runs on every parsed file (and
+    then every file is parsed). The default words are `operators` and `trigger_words`; a rule
+    whose words depend on the configured heuristic names overrides `words`.
 
     `required_words(settings)` narrows that further: groups of words of which each must have
     one in the file (e.g. `(("+=", "-="), ("Attention", "Layer"))`: an augmented assignment
-    and a layer class name). A word is a substring, or a compiled bytes regex (e.g. a whole
-    name: `analysis.context.layer_loop_pattern`). Only necessary conditions belong there: a
-    rule must never be able to report on a file missing a group. May depend on the settings
-    (configurable names).
+    and a layer class name).
+
+    A word is a substring (matched as written), a `NoCase` substring (matched in any case,
+    for names the rule lowercases), or a compiled bytes regex. Only necessary conditions belong in either:
+    a rule must never be able to report on a file that lacks its words or one of its groups,
+    under the same settings; tests/test_prefilter_property.py checks that the findings with
+    and without the pre-filter are the same.
     """
 
     code: str = ""
     operators: Tuple[str, ...] = ()
     trigger_words: Tuple[str, ...] = ()
 
-    def required_words(self, settings: Settings) -> Sequence[Sequence[Union[str, "Pattern[bytes]"]]]:
+    def words(self, settings: Settings) -> Sequence[Word]:
+        return (*self.operators, *self.trigger_words)
+
+    def required_words(self, settings: Settings) -> Sequence[Sequence[Word]]:
         return ()
 
     def check_call(self, oc: OperatorCall, ctx: FileContext) -> Iterable[Finding]:

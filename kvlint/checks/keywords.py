@@ -8,7 +8,7 @@ from kvlint.analysis.findings import Edit, Fix
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import KeywordArg
 from kvlint.checks.base import FileContext
-from kvlint.checks.operators import FA_V1, FA_V2
+from kvlint.facts import load_facts
 
 
 def unknown_keywords(oc: OperatorCall, ctx: FileContext) -> Iterator[KeywordArg]:
@@ -22,19 +22,18 @@ def other_version_name(op_name: str, keyword: str, ctx: FileContext) -> Optional
     """(version label, right keyword or "") when `keyword` belongs to the other FA version.
 
     The right keyword is "" when the other version's keyword has no counterpart here."""
-    fa = ctx.catalog.fa
-    if op_name == FA_V1:
-        other = ctx.catalog.operator("npu", FA_V2)
-        if fa.v2_to_v1.get(keyword):
-            return "v2", fa.v2_to_v1[keyword]
-        if other is not None and keyword in other.keyword_names:
-            return "v2", ""
-    elif op_name == FA_V2:
-        other = ctx.catalog.operator("npu", FA_V1)
-        if fa.v1_to_v2.get(keyword):
-            return "v1", fa.v1_to_v2[keyword]
-        if other is not None and keyword in other.keyword_names:
-            return "v1", ""
+    versions = load_facts().versions
+    if op_name == versions.v1:
+        label, renames, other_name = "v2", versions.v2_to_v1, versions.v2
+    elif op_name == versions.v2:
+        label, renames, other_name = "v1", versions.v1_to_v2, versions.v1
+    else:
+        return None
+    if renames.get(keyword):
+        return label, renames[keyword]
+    other = ctx.catalog.operator("npu", other_name)
+    if other is not None and keyword in other.keyword_names:
+        return label, ""
     return None
 
 

@@ -1,14 +1,16 @@
 """KV101: a keyword of the other FA version (docs: rules/codes/KV101.toml)."""
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.keywords import other_version_name, rename_fix, unknown_keywords
-from kvlint.checks.operators import FA
+
+FACTS = load_facts()
 
 
 @register
 class OtherVersionKeyword(Rule):
     code = "KV101"
-    operators = FA
+    operators = FACTS.family("fa")
 
     def check_call(self, oc, ctx: FileContext):
         for kw in unknown_keywords(oc, ctx):

@@ -3,11 +3,13 @@ import ast
 from typing import Optional
 
 from kvlint.analysis.findings import Fix
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fixes import add_keyword
 from kvlint.checks.missing import missing_keyword
-from kvlint.checks.operators import FUSED_ATTENTION, SCALE_KEYWORD
+
+FACTS = load_facts()
 
 # Heuristic HEAD_DIM_NAMES: the names a head dimension goes by in the corpus.
 HEAD_DIM_NAMES = ("head_dim", "head_size")
@@ -52,10 +54,10 @@ def scale_fix(call: ast.Call, keyword: str, ctx: FileContext) -> Optional[Fix]:
 @register
 class MissingScale(Rule):
     code = "KV103"
-    operators = FUSED_ATTENTION
+    operators = FACTS.family("scale_readers")
 
     def check_call(self, oc, ctx: FileContext):
-        finding = missing_keyword(self.code, oc, ctx, SCALE_KEYWORD,
+        finding = missing_keyword(self.code, oc, ctx, "scale",
                                   "the softmax scale defaults to 1.0, so the attention is unscaled; "
                                   "pass `{keyword}=head_dim ** -0.5`", scale_fix)
         if finding is not None:

@@ -5,28 +5,30 @@ import ast
 from typing import Dict, List, Tuple
 
 from kvlint.analysis.values import KeywordArg
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import FA, FA_V1, FA_V2
+
+FACTS = load_facts()
 
 
 def version_only_names(ctx: FileContext) -> Tuple[frozenset, frozenset]:
-    v1 = ctx.catalog.operator("npu", FA_V1).keyword_names
-    v2 = ctx.catalog.operator("npu", FA_V2).keyword_names
+    v1 = ctx.catalog.operator("npu", FACTS.versions.v1).keyword_names
+    v2 = ctx.catalog.operator("npu", FACTS.versions.v2).keyword_names
     return v1 - v2, v2 - v1
 
 
 @register
 class MixedVersionKwargs(Rule):
     code = "KV105"
-    operators = FA
+    operators = FACTS.family("fa")
 
     def check_module(self, ctx: FileContext):
         v1_only, v2_only = version_only_names(ctx)
         groups: Dict[Tuple[int, str], List[KeywordArg]] = {}
         anchors: Dict[Tuple[int, str], ast.Call] = {}
         for oc in ctx.op_calls:
-            if oc.name not in FA:
+            if oc.name not in self.operators:
                 continue
             scope = ctx.index.enclosing_scope(oc.call)
             for kw in ctx.args(oc.call).all():
@@ -52,7 +54,7 @@ class MixedVersionKwargs(Rule):
                 self.code, node,
                 f"{label} holds FA v1 keywords ({_names(old)}) and FA v2 keywords ({_names(new)}): "
                 f"whichever version it is passed to raises on the other version's keys when the "
-                f"call first runs; keep one dict per version (rename map: rules/fa_versions.toml)",
+                f"call first runs; keep one dict per version (rename map: rules/facts/operators.toml)",
                 anchor=node)
 
     @staticmethod

@@ -1,13 +1,15 @@
 """KV106: more than query, key, value passed by position (docs: rules/codes/KV106.toml)."""
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import FUSED_ATTENTION
+
+FACTS = load_facts()
 
 
 @register
 class TooManyPositional(Rule):
     code = "KV106"
-    operators = FUSED_ATTENTION
+    operators = FACTS.family("fused_attention")
 
     def check_call(self, oc, ctx: FileContext):
         positional = ctx.args(oc.call).positional

@@ -1,9 +1,11 @@
 """KV107: query_rope without key_rope or the reverse (docs: rules/codes/KV107.toml)."""
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import literals, passes_value
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import FA
+
+FACTS = load_facts()
 
 PAIR = ("query_rope", "key_rope")
 
@@ -11,7 +13,7 @@ PAIR = ("query_rope", "key_rope")
 @register
 class RopePair(Rule):
     code = "KV107"
-    operators = FA
+    operators = FACTS.family("mla_rope")
 
     def check_call(self, oc, ctx: FileContext):
         args = ctx.args(oc.call)

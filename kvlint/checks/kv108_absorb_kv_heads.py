@@ -1,9 +1,11 @@
 """KV108: an MLA absorb call whose num_key_value_heads is not 1 (docs: rules/codes/KV108.toml)."""
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import int_literals, literals, param_values, passes_value, same_expression
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import FA
+
+FACTS = load_facts()
 
 
 def is_absorb_call(oc, ctx: FileContext) -> bool:
@@ -18,7 +20,7 @@ def is_absorb_call(oc, ctx: FileContext) -> bool:
 @register
 class AbsorbKvHeads(Rule):
     code = "KV108"
-    operators = FA
+    operators = FACTS.family("mla_rope")
 
     def check_call(self, oc, ctx: FileContext):
         if not is_absorb_call(oc, ctx):

@@ -1,25 +1,26 @@
 """KV130: the softmax LSE output used without asking for it (docs: rules/codes/KV130.toml)."""
 import ast
 
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import (first_read_after, is_placeholder, is_true_somewhere, result_target,
                                     unpacked_names)
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import FA_V1, FA_V2
 
-LSE_FLAG = {FA_V1: "softmax_lse_flag", FA_V2: "return_softmax_lse"}
+FACTS = load_facts()
+
 
 
 @register
 class LseWithoutFlag(Rule):
     code = "KV130"
-    operators = tuple(LSE_FLAG)
+    operators = tuple(FACTS.keywords(FACTS.family("fa"), "lse_flag"))
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant not in ("", "default"):
             return
-        flag = LSE_FLAG[oc.name]
+        flag = FACTS.keyword(oc.name, "lse_flag")
         if is_true_somewhere(oc, ctx, flag):
             return
         if ctx.args(oc.call).has(flag):

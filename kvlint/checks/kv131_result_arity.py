@@ -2,14 +2,13 @@
 (docs: rules/codes/KV131.toml)."""
 import re
 
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import result_target, unpacked_names
-from kvlint.checks.operators import FUSED_ATTENTION
 
-# Operators whose result users unpack (return counts from rules/operators.json).
-OPERATORS = FUSED_ATTENTION + ("npu_fusion_attention", "npu_kv_rmsnorm_rope_cache",
-                               "npu_kv_rmsnorm_rope_cache_v2")
+FACTS = load_facts()
+
 _ONE_TENSOR = re.compile(r"^Tensor(\(\w!?\))?$")
 
 
@@ -29,7 +28,7 @@ def returned_values(oc) -> int:
 @register
 class ResultArity(Rule):
     code = "KV131"
-    operators = OPERATORS
+    operators = FACTS.family("tuple_results")  # return counts: rules/operators.json
 
     def check_call(self, oc, ctx: FileContext):
         n = returned_values(oc)

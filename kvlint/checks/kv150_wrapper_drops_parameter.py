@@ -6,12 +6,14 @@ from typing import Dict, List, Set
 from kvlint.analysis.module import FunctionNode
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import MASK_READERS, SCALE_KEYWORD
+from kvlint.facts import load_facts
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
 MASK_PARAMS = ("attention_mask", "attn_mask", "atten_mask")
 MASK_KEYWORD = "atten_mask"
 MAX_HOPS = 6
+FACTS = load_facts()
+MASK_READERS = FACTS.family("mask_readers")
 
 
 @register
@@ -35,7 +37,7 @@ class WrapperDropsParameter(Rule):
             if any(self._reaches(name, c, concept, func, ctx) for c in calls):
                 continue
             keyword = MASK_KEYWORD if concept == "mask" else "/".join(
-                sorted({SCALE_KEYWORD.get(c.name, "scale") for c in calls}))
+                sorted({FACTS.keyword(c.name, "scale") or "scale" for c in calls}))
             yield ctx.finding(self.code, params[name],
                               f"`{func.name}` takes `{name}` but its value never reaches the "
                               f"`{keyword}` of the {oc.name} call(s) it makes (line "
@@ -60,7 +62,7 @@ class WrapperDropsParameter(Rule):
         if concept == "mask":
             values = args.values(MASK_KEYWORD)
         else:
-            values = args.values(SCALE_KEYWORD.get(oc.name, "scale")) + args.values("scale")
+            values = args.values(FACTS.keyword(oc.name, "scale") or "scale") + args.values("scale")
         values += list(args.positional)
         return any(self._depends(v, name, func, ctx, set(), 0) for v in values)
 

@@ -1,27 +1,62 @@
-"""KV201: sparse_mode 2/3/4 with no atten_mask (docs: rules/codes/KV201.toml)."""
+"""KV201: a sparse_mode that needs a mask, with no atten_mask (docs: rules/codes/KV201.toml)."""
+import ast
+
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import FA, PFA
-from kvlint.checks.sparse import CAUSAL_OR_BAND, sparse_view
+from kvlint.checks.roles import role_values, spelling
+from kvlint.checks.windows import mentioned
+from kvlint.checks.sparse import sparse_view
+
+FACTS = load_facts()
+SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask
 
 
 @register
 class CausalModeWithoutMask(Rule):
     code = "KV201"
-    operators = FA + (PFA,)
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         view = sparse_view(oc, ctx)
-        modes = sorted(m for m in view.modes if m in CAUSAL_OR_BAND)
+        ignores = FACTS.operator(oc.name).window_needs_mask
+        if ignores:  # every mode but the default one needs the mask to mean anything
+            modes = sorted(m for m in view.modes if isinstance(m, int) and m != FACTS.fa.sparse.default_mask)
+        else:
+            modes = sorted(m for m in view.modes if m in FACTS.fa.mask.compressed_modes)
         if not modes or view.mode_node is None:
             return
         if view.mask_passed and not view.mask_all_none:
             return
         if not view.mask_passed and not view.complete:
             return  # an unresolved **kwargs may carry the mask
+        if self._mode_follows_mask(oc, ctx):
+            return
         shown = "/".join(map(str, modes))
-        how = "`atten_mask` is None" if view.mask_passed else "no `atten_mask` is passed"
-        yield ctx.finding(self.code, view.mode_node,
-                          f"sparse_mode {shown} needs the 2048x2048 compressed mask but {how}: the "
-                          f"operator raises for q_len > 1; pass `atten_mask=` a 2048x2048 bool "
-                          f"mask (True = masked)", anchor=oc.call)
+        mask = spelling(oc.name, "mask")
+        how = f"`{mask}` is None" if view.mask_passed else f"no `{mask}` is passed"
+        if ignores:
+            pre, nxt = spelling(oc.name, "pre_tokens"), spelling(oc.name, "next_tokens")
+            wanted = f"the {SQ} compressed mask" if set(modes) <= set(FACTS.fa.mask.compressed_modes) \
+                else "the mask the mode describes"
+            given = f"`{mask}=None`" if view.mask_passed else f"no `{mask}`"
+            message = (f"sparse_mode {shown} with {given}: {oc.name} then ignores sparse_mode, `{pre}` "
+                       f"and `{nxt}` and computes full attention, so causal or band attention is "
+                       f"silently bidirectional; pass `{mask}=` {wanted} (bool, True = masked)")
+        else:
+            message = (f"sparse_mode {shown} needs the {SQ} compressed mask but {how}: the "
+                       f"operator raises for q_len > 1; pass `atten_mask=` a {SQ} bool "
+                       f"mask (True = masked)")
+        yield ctx.finding(self.code, view.mode_node, message, anchor=oc.call)
+
+    @staticmethod
+    def _mode_follows_mask(oc, ctx: FileContext) -> bool:
+        """MODE_FOLLOWS_MASK: `sparse_mode=3 if mask is not None else 0` (directly or through a
+        local name): the masked mode is chosen only when the mask exists, so a None mask means
+        mode 0 at run time."""
+        masks = {ctx.text(m) for m in role_values(oc, ctx, "mask")}
+        for value in role_values(oc, ctx, "sparse_mode"):
+            for expr in [value, *ctx.values.bindings(value.id, oc.call)] if isinstance(value, ast.Name) else [value]:
+                if isinstance(expr, ast.IfExp) and masks & set(mentioned(expr.test)):
+                    return True
+        return False

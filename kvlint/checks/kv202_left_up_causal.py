@@ -2,16 +2,18 @@
 import ast
 
 from kvlint.analysis.findings import Fix
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import FA, PFA
 from kvlint.checks.sparse import sparse_view
+
+FACTS = load_facts()
 
 
 @register
 class LeftUpCausal(Rule):
     code = "KV202"
-    operators = FA + (PFA,)
+    operators = FACTS.family("sparse_mode_readers")
 
     def check_call(self, oc, ctx: FileContext):
         view = sparse_view(oc, ctx)

@@ -8,7 +8,9 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fixes import module_head, set_keyword
 from kvlint.checks.masks import mask_constructions
-from kvlint.checks.operators import FUSED_ATTENTION
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 LITERAL_FACTORIES = ("ones", "zeros")
 
@@ -26,6 +28,10 @@ def bool_fix(site: ast.expr, ctx: FileContext) -> Optional[Fix]:
     return Fix("build the mask with dtype=torch.bool", (edit,)) if edit else None
 
 
+def _listed(dtypes) -> str:
+    return ", ".join(dtypes[:-1]) + f" and {dtypes[-1]}" if len(dtypes) > 1 else dtypes[0]
+
+
 def _module_call(node: ast.expr, names) -> bool:
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and node.func.attr in names and receiver_is_module(node.func.value))
@@ -34,12 +40,17 @@ def _module_call(node: ast.expr, names) -> bool:
 @register
 class FloatMask(Rule):
     code = "KV205"
-    operators = FUSED_ATTENTION
+    operators = FACTS.family("mask_dtype_readers")
 
     def check_call(self, oc, ctx: FileContext):
+        accepted = FACTS.operator(oc.name).mask_dtypes or FACTS.fa.mask.dtypes
         for site in mask_constructions(oc, ctx):
-            if ctx.dtypes.dtype_of_construction(site) == "float":
+            dtype = ctx.dtypes.dtype_of_construction(site)
+            # float: rejected by every operator; an 8-bit integer one only where the operator's
+            # own dtype list leaves it out (npu_fusion_attention: bool and uint8, no int8)
+            if dtype == "float" or (dtype == "int8" and dtype not in accepted):
+                shown = "a floating tensor" if dtype == "float" else "an int8 tensor"
                 yield ctx.finding(self.code, site,
                                   f"this mask reaches {oc.name}'s `atten_mask` (line {oc.call.lineno}) "
-                                  f"as a floating tensor: only bool, int8 and uint8 masks are accepted "
+                                  f"as {shown}: only {_listed(accepted)} masks are accepted "
                                   f"(True/1 = masked); build it with dtype=torch.bool", bool_fix(site, ctx))

@@ -1,26 +1,29 @@
-"""KV206: the sparse_mode 2/3/4 mask is not 2048x2048 (docs: rules/codes/KV206.toml)."""
+"""KV206: the sparse_mode 2/3/4 mask is not the compressed 2048x2048 one
+(docs: rules/codes/KV206.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.masks import factory_shape, innermost_factory, mask_constructions
-from kvlint.checks.operators import FA, PFA
-from kvlint.checks.sparse import CAUSAL_OR_BAND, sparse_view
+from kvlint.checks.sparse import sparse_view
+from kvlint.facts import load_facts
 
-COMPRESSED = 2048
+FACTS = load_facts()
+MASK = FACTS.fa.mask
+_RANKS = range(min(map(len, MASK.compressed_shapes)), max(map(len, MASK.compressed_shapes)) + 1)
 
 
 def wrong_shape(shape) -> bool:
-    if shape is None or len(shape) < 2 or len(shape) > 4 or any(d is None for d in shape):
+    if shape is None or len(shape) not in _RANKS or any(d is None for d in shape):
         return False
-    return tuple(shape[-2:]) != (COMPRESSED, COMPRESSED) or any(d != 1 for d in shape[:-2])
+    return not MASK.is_compressed_shape(shape)
 
 
 @register
 class MaskNot2048(Rule):
     code = "KV206"
-    operators = FA + (PFA,)
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
-        modes = sorted(m for m in sparse_view(oc, ctx).modes if m in CAUSAL_OR_BAND)
+        modes = sorted(m for m in sparse_view(oc, ctx).modes if m in MASK.compressed_modes)
         if not modes:
             return
         for site in mask_constructions(oc, ctx):
@@ -33,5 +36,5 @@ class MaskNot2048(Rule):
                 yield ctx.finding(self.code, factory,
                                   f"mask of shape {shown} reaches {oc.name} (line {oc.call.lineno}) with "
                                   f"sparse_mode {'/'.join(map(str, modes))}, which takes only the "
-                                  f"2048x2048 compressed mask (or 1x2048x2048, 1x1x2048x2048), "
+                                  f"{MASK.shown_shapes('compressed mask')}, "
                                   f"whatever the model's max length")

@@ -2,32 +2,34 @@
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import int_literals, literals
-from kvlint.checks.operators import FA_V1, FA_V2, PFA
+from kvlint.checks.roles import role_node
+from kvlint.facts import load_facts
 
-# torch_npu 2.14.0 docstrings: 5-8 are "not implemented", anything else errors; 9 (treeMask)
-# exists only in FA v1, for MLA.
-DOCUMENTED = {FA_V1: (0, 1, 2, 3, 4, 9), FA_V2: (0, 1, 2, 3, 4), PFA: (0, 1, 2, 3, 4)}
+FACTS = load_facts()
 
 
 @register
 class SparseModeUndocumented(Rule):
     code = "KV207"
-    operators = tuple(DOCUMENTED)
+    operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
         found = literals(oc, ctx, "sparse_mode")
         if not found:
             return
-        allowed = DOCUMENTED[oc.name]
+        allowed = FACTS.operator(oc.name).sparse_modes or ()
         wrong = sorted(set(v for v in int_literals(found) if v not in allowed))
         if not wrong:
             return
-        node = ctx.args(oc.call).keywords["sparse_mode"][0].node
+        node = role_node(oc, ctx, "sparse_mode")
         v = wrong[0]
-        if 5 <= v <= 8:
-            what = "is a reserved mode (prefix, global, dilated, block_local) that is not implemented"
-        elif v == 9:
-            what = "(treeMask) exists only in FA v1"
+        reserved = FACTS.fa.sparse.reserved
+        elsewhere = [name for name in self.operators if v in (FACTS.operator(name).sparse_modes or ())]
+        if v in reserved:
+            what = f"is a reserved mode ({', '.join(reserved.values())}) that is not implemented"
+        elif elsewhere:
+            what = f"({FACTS.fa.sparse.named.get(v, 'this mode')}) exists only in " \
+                f"{', '.join(FACTS.versions.label(name) for name in elsewhere)}"
         else:
             what = "is not a sparse mode"
         yield ctx.finding(

@@ -6,7 +6,9 @@ from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, recei
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.masks import mask_constructions
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 # Calls that rewrite the values: what comes out is no longer the tril's polarity.
 REWRITING = {"masked_fill", "masked_fill_", "fill_", "copy_", "zero_", "logical_not", "logical_not_",
@@ -38,7 +40,7 @@ def uninverted_tril(expr: ast.expr, ctx: FileContext, depth: int = 0) -> Optiona
 @register
 class TrilMaskNotInverted(Rule):
     code = "KV220"
-    operators = MASK_READERS
+    operators = FACTS.family("mask_readers")
 
     def check_call(self, oc, ctx: FileContext):
         for site in mask_constructions(oc, ctx):

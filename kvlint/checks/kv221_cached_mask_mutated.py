@@ -5,7 +5,10 @@ from typing import Optional, Set
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+MASK_READERS = FACTS.family("mask_readers")
 
 INPLACE = frozenset({
     "masked_fill_", "fill_", "mul_", "add_", "sub_", "div_", "copy_", "zero_", "tril_", "triu_",
@@ -29,7 +32,12 @@ def _key(expr: ast.expr) -> Optional[str]:
 @register
 class CachedMaskMutated(Rule):
     code = "KV221"
-    trigger_words = ("atten_mask",)
+
+    def words(self, settings):
+        return MASK_READERS  # _mask_attributes starts from their calls
+
+    def required_words(self, settings):
+        return (("atten_mask",),)  # ...and the keyword (or `**dict` key) that feeds the mask
 
     def check_module(self, ctx: FileContext):
         feeding = self._mask_attributes(ctx)

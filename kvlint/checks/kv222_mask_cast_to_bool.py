@@ -8,7 +8,9 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.masks import mask_constructions
-from kvlint.checks.operators import MASK_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 KEEPING = {"npu", "cuda", "cpu", "contiguous", "clone", "detach", "view", "reshape", "unsqueeze",
            "squeeze", "expand", "to", "pin_memory"}
@@ -37,7 +39,7 @@ def bool_cast(expr: ast.expr) -> Optional[ast.Call]:
 @register
 class MaskCastToBool(Rule):
     code = "KV222"
-    operators = MASK_READERS
+    operators = FACTS.family("mask_readers")
 
     def check_call(self, oc, ctx: FileContext):
         for site in mask_constructions(oc, ctx):

@@ -10,12 +10,15 @@ from kvlint.analysis.findings import Edit, Fix
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule, is_test_path
-from kvlint.checks.operators import PAGED_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+PAGED_READERS = FACTS.family("paged_readers")
 
 BLOCK_TABLE_NAMES = ("block_table", "block_tables")
 # For the byte pre-filter: an assignment to one of those names, attributes or dict entries.
 BLOCK_TABLE_WRITE = re.compile(
-    rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?\s*(?::[^=\n]*)?=(?!=)")
+    rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?(?:\s|\\|\))*(?::[^=\n]*)?=(?!=)")
 # Heuristic INDEXING_ONLY_USES: an int64 table used only through these is an index, not an
 # operator input (torch indexing wants int64).
 INDEXING_USES = ("index_select", "gather", "take", "take_along_dim", "index_put", "index_put_", "scatter")

@@ -2,7 +2,9 @@
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import FA_V1, KV_LENGTH_KEYWORD, PAGED_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 
 def passes_a_block_table(oc, ctx) -> bool:
@@ -16,15 +18,16 @@ def passes_a_block_table(oc, ctx) -> bool:
 @register
 class PagedWithoutSizeOrLengths(Rule):
     code = "KV302"
-    operators = PAGED_READERS
+    operators = FACTS.family("paged_readers")
 
     def check_call(self, oc, ctx: FileContext):
         if not passes_a_block_table(oc, ctx):
             return
-        missing = [k for k in ("block_size", KV_LENGTH_KEYWORD[oc.name]) if omits(oc, ctx, k)]
-        if oc.name == FA_V1 and ctx.args(oc.call).has("actual_seq_lengths"):
+        kv_lens = FACTS.keyword(oc.name, "kv_lens")
+        missing = [k for k in ("block_size", kv_lens) if omits(oc, ctx, k)]
+        if oc.name == FACTS.versions.v1 and ctx.args(oc.call).has(FACTS.keyword(oc.name, "q_lens")):
             # the IFA habit (Q lengths passed as if they were KV lengths) is KV305's, with its rename
-            missing = [k for k in missing if k != KV_LENGTH_KEYWORD[oc.name]]
+            missing = [k for k in missing if k != kv_lens]
         if not missing:
             return
         what = " and ".join(f"`{k}`" for k in missing)

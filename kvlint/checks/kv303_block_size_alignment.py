@@ -3,40 +3,53 @@ from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import int_literals, literals, passes_value
-from kvlint.checks.operators import IFA, PAGED_READERS
+from kvlint.facts import load_facts
 
-MAX_BLOCK_SIZE = 512
-PREFILL_ALIGN = 128  # Q_S > 1
-DECODE_ALIGN = 16  # Q_S == 1, fp16/bf16 (int8 needs 32)
+FACTS = load_facts()
+RULES = FACTS.fa.block_size
 
 
 @register
 class BlockSizeAlignment(Rule):
     code = "KV303"
-    operators = PAGED_READERS
+    operators = FACTS.family("paged_readers")
 
     def check_call(self, oc, ctx: FileContext):
-        if not passes_value(oc, ctx, "block_table"):
+        if not passes_value(oc, ctx, FACTS.keyword(oc.name, "block_table")):
             return
-        found = literals(oc, ctx, "block_size")
+        found = literals(oc, ctx, FACTS.keyword(oc.name, "block_size"))
         if not found:
             return
-        decode_only = oc.name == IFA or ctx.context.phase(oc.call) == DECODE
-        node = ctx.args(oc.call).keywords["block_size"][0].node
+        decode_only = oc.name in FACTS.family("decode_only") or ctx.context.phase(oc.call) == DECODE
+        rope = FACTS.keyword(oc.name, "query_rope")
+        mla = rope is not None and passes_value(oc, ctx, rope)
+        node = ctx.args(oc.call).keywords[FACTS.keyword(oc.name, "block_size")][0].node
+        largest, step = RULES.max, RULES.prefill_multiple
+        align = RULES.decode_default_alignment
         for v in sorted(set(int_literals(found))):
-            if v <= 0 or v > MAX_BLOCK_SIZE or v % DECODE_ALIGN:
+            if mla:
+                if not RULES.allowed(v, prefill=not decode_only, mla=True):
+                    yield ctx.finding(
+                        self.code, node,
+                        f"block_size={v} with a block_table and `{rope}` (MLA): the MLA paged kernel "
+                        f"takes only block_size {' or '.join(map(str, RULES.mla))}, whatever the query "
+                        f"length; use 128", anchor=oc.call)
+                    return
+                continue
+            if not RULES.allowed(v, prefill=False):
                 yield ctx.finding(
                     self.code, node,
                     f"block_size={v} with a block_table: paged attention needs a non-zero block "
-                    f"size of at most {MAX_BLOCK_SIZE}, a multiple of 128 when the query has more "
-                    f"than one token ({DECODE_ALIGN}-aligned, 32 for int8, with one token); use 128",
+                    f"size of at most {largest}, a multiple of {step} when the query has more "
+                    f"than one token ({align}-aligned, {RULES.decode_alignment['int8']} for int8, with one token); "
+                    f"use {step}",
                     anchor=oc.call)
                 return
-            if v % PREFILL_ALIGN and not decode_only:
+            if not decode_only and not RULES.allowed(v, prefill=True):
                 yield ctx.finding(
                     self.code, node,
                     f"block_size={v} with a block_table: allowed only when every query has one "
                     f"token (decode); a prefill, chunked-prefill or MTP call (query length > 1) "
-                    f"needs a multiple of 128 up to {MAX_BLOCK_SIZE}, so this call fails there; "
-                    f"use 128, or keep this call on the decode path", anchor=oc.call)
+                    f"needs a multiple of {step} up to {largest}, so this call fails there; "
+                    f"use {step}, or keep this call on the decode path", anchor=oc.call)
                 return

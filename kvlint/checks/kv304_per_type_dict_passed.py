@@ -10,7 +10,9 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import param_values
-from kvlint.checks.operators import PAGED_READERS
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
 
 PARAMS = ("block_table", "slot_mapping", "slot_indices")
 FIELDS = ("block_table", "slot_mapping")
@@ -49,8 +51,7 @@ def indexed_per_type(ctx: FileContext) -> FrozenSet[str]:
 @register
 class PerTypeDictPassed(Rule):
     code = "KV304"
-    operators = PAGED_READERS + ("npu_scatter_pa_kv_cache", "scatter_pa_kv_cache_with_k_scale",
-                                 "kv_compress_epilog", "_npu_paged_attention", "_npu_reshape_and_cache")
+    operators = FACTS.family("per_request_tensors")
 
     def check_call(self, oc, ctx: FileContext):
         for param in PARAMS:

@@ -7,9 +7,11 @@ from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.fa_calls import passes_value
 from kvlint.checks.keywords import rename_fix
 from kvlint.checks.missing import omits
-from kvlint.checks.operators import FA_V1
+from kvlint.facts import load_facts
 
-Q_LENGTHS, KV_LENGTHS = "actual_seq_lengths", "actual_seq_lengths_kv"
+FACTS = load_facts()
+FA_V1 = FACTS.versions.v1
+Q_LENGTHS, KV_LENGTHS = FACTS.keyword(FA_V1, "q_lens"), FACTS.keyword(FA_V1, "kv_lens")
 
 
 @register

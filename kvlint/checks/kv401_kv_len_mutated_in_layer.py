@@ -2,18 +2,34 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 from kvlint.analysis.context import INPLACE_METHODS, kv_length_write_pattern, layer_class_pattern, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
                          "empty", "cat", "stack", "zeros_like", "ones_like", "new_zeros", "new_tensor",
                          "list", "int", "len", "sum", "max", "min", "cumsum", "tolist"})
 DEVICE_MOVES = frozenset({"to", "npu", "cuda", "cpu", "pin_memory", "contiguous", "non_blocking"})
+# Heuristic IDEMPOTENT_TRANSFORM: applying one of these twice gives what applying it once does
+# (`m.seq_lens = m.seq_lens.int()` in every layer leaves the same value): not a drift.
+IDEMPOTENT_TRANSFORMS = DEVICE_MOVES | {"int", "long", "view", "reshape", "flatten", "detach"}
+# Heuristic INT_VALUE: a local bound to one of these holds a Python int: `+=` rebinds the local
+# (the Hugging Face `kv_seq_len = value_states.shape[-2]; kv_seq_len += past_len`).
+INT_METHODS = frozenset({"size", "numel", "item", "dim"})
+# DRIFTING_METHODS: in-place methods whose result depends on the old value, always; the other
+# INPLACE_METHODS (copy_, fill_, zero_, masked_fill_, index_put_, scatter_, ...) overwrite, and
+# drift only when their arguments read the tensor they write (`x.copy_(x + 1)`) or accumulate
+# (`index_put_(..., accumulate=True)`).
+DRIFTING_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "index_add_", "scatter_add_", "append", "extend"})
+# Heuristic CONSTRUCTED_OBJECT: a local bound to `ClassName(...)` or `ClassName.factory(...)`
+# (a class defined here, or a CamelCase name) is an object this call built: per-call state.
+FACTORY_FUNCTIONS = frozenset({"copy", "deepcopy", "replace", "SimpleNamespace", "dict", "namedtuple"})
+FACTORY_METHOD = re.compile(r"(?:from|init|create|build|new|make|copy|clone|default)")
 
 
 def terminal_name(node: ast.expr) -> Optional[str]:
@@ -29,7 +45,9 @@ def terminal_name(node: ast.expr) -> Optional[str]:
 @register
 class KvLenMutatedInLayer(Rule):
     code = "KV401"
-    trigger_words = ("kv_len", "seq_len", "seqlen", "actual_seq", "slot_mapping", "context_lens")
+    def words(self, settings):
+        # KV_LENGTH_NAMES as configured, in any case (the rule lowercases a name to compare it)
+        return tuple(NoCase(name) for name in settings.names.kv_length_names)
 
     def required_words(self, settings):
         # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)
@@ -41,16 +59,19 @@ class KvLenMutatedInLayer(Rule):
         for node in idx.aug_assigns:
             name = terminal_name(node.target)
             if name and ctx.context.is_kv_length_name(name) and self._in_layer(node, ctx) \
-                    and not self._fresh_local(node.target, node, ctx):
+                    and not self._fresh_local(node.target, node, ctx) \
+                    and not self._per_call_object(node.target, node, ctx):
                 yield ctx.finding(self.code, node.target, self._message(name, node, ctx, "incremented"))
         for call in idx.calls:
             f = call.func
             if isinstance(f, ast.Attribute) and f.attr in INPLACE_METHODS:
                 name = terminal_name(f.value)
                 if name and ctx.context.is_kv_length_name(name) and self._in_layer(call, ctx) \
-                        and not self._fresh_local(f.value, call, ctx):
+                        and not self._fresh_local(f.value, call, ctx) and not self._per_call_object(f.value, call, ctx):
                     if f.attr in ("append", "extend") and not isinstance(f.value, ast.Attribute):
                         continue
+                    if not self._drifts(call, f.value):
+                        continue  # IDEMPOTENT: overwritten from other values, the same in every layer
                     yield ctx.finding(self.code, call, self._message(name, call, ctx, f"changed in place (.{f.attr})"))
         for node in idx.assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -64,9 +85,14 @@ class KvLenMutatedInLayer(Rule):
         if not self._in_layer(stmt, ctx):
             return
         in_loop = ctx.context.per_layer_loop(stmt) is not None
+        if self._per_call_object(target, stmt, ctx):
+            return
         if isinstance(target, ast.Subscript):
-            if self._fresh_local(target.value, stmt, ctx):
-                return
+            base = target
+            while isinstance(base, ast.Subscript):
+                base = base.value
+            if self._fresh_local(base, stmt, ctx) or not self._refers_to(stmt.value, base):
+                return  # IDEMPOTENT: the slot gets a value that does not read the old one
             yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "written in place"))
             return
         increments = self._refers_to(stmt.value, target)
@@ -75,10 +101,11 @@ class KvLenMutatedInLayer(Rule):
                 yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "re-derived"))
             return
         if isinstance(target, ast.Attribute):
-            is_self = isinstance(target.value, ast.Name) and target.value.id == "self"
             if self._device_move(stmt.value, target) or self._restored(stmt, target, ctx):
                 return
-            if increments or not is_self:
+            # IDEMPOTENT: a new value that does not read the old one is the same per-step
+            # value in every layer (written from step inputs): nothing drifts
+            if increments:
                 yield ctx.finding(self.code, target, self._message(name, stmt, ctx, "overwritten"))
 
     # -- heuristics -------------------------------------------------------------------------
@@ -107,11 +134,74 @@ class KvLenMutatedInLayer(Rule):
             value = value.func.value
         if isinstance(value, (ast.Constant, ast.List, ast.ListComp, ast.BinOp)):
             return True
+        if self._int_value(value):
+            return True
         if isinstance(value, ast.Call):
             f = value.func
             name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else "")
             return name in FRESH_CALLS
         return False
+
+    @staticmethod
+    def _int_value(value: ast.expr) -> bool:
+        """INT_VALUE: `t.shape[i]`, `t.size(i)`, `t.numel()`, `t.item()`, `len(x)`, `int(x)`."""
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) \
+                and value.value.attr == "shape" and not isinstance(value.slice, ast.Slice):
+            return True
+        if isinstance(value, ast.Call):
+            f = value.func
+            if isinstance(f, ast.Attribute) and f.attr in INT_METHODS and (f.attr != "size" or value.args):
+                return True
+            if isinstance(f, ast.Name) and f.id in ("len", "int"):
+                return True
+        return False
+
+    def _per_call_object(self, target, at, ctx: FileContext) -> bool:
+        """CONSTRUCTED_OBJECT: `cfg.actual_seq_kvlen = ...` where `cfg` is a local this
+        function built (`cfg = AttnCpConfig.init_from_para(p)`, `copy.copy(m)`), like
+        clone-then-mutate: the object is per-call state, not the runner's."""
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if root is target or not isinstance(root, ast.Name) or root.id == "self":
+            return False
+        func = ctx.index.enclosing_function(at)
+        if func is None or ctx.values.is_parameter(root.id, func):
+            return False
+        items = ctx.values.assignments(func).get(root.id, [])
+        before = [v for stmt, v in items if stmt.lineno < at.lineno]
+        if not before or not all(self._constructs(v, ctx) for v in before):
+            return False
+        return True
+
+    @staticmethod
+    def _constructs(value: ast.expr, ctx: FileContext) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        f = value.func
+        if isinstance(f, ast.Attribute):
+            if f.attr in FACTORY_FUNCTIONS:
+                return True
+            if not FACTORY_METHOD.match(f.attr):
+                return False  # `Registry.lookup(...)` may hand back shared state
+            f = f.value  # `Config.init_from_para(p)`: a factory of the class
+        name = f.id if isinstance(f, ast.Name) else (f.attr if isinstance(f, ast.Attribute) else "")
+        if name in FACTORY_FUNCTIONS or name in FRESH_CALLS:
+            return True
+        if any(c.name == name for c in ctx.index.classes):
+            return True
+        return bool(re.fullmatch(r"_?[A-Z][a-z0-9]+(?:[A-Z0-9][A-Za-z0-9]*)*", name))
+
+    def _drifts(self, call: ast.Call, written: ast.expr) -> bool:
+        """An in-place method drifts when it accumulates, or reads the tensor it writes."""
+        method = call.func.attr
+        if method in DRIFTING_METHODS:
+            return True
+        if method == "index_put_" and any(k.arg == "accumulate" and not (isinstance(k.value, ast.Constant)
+                                                                          and not k.value.value)
+                                          for k in call.keywords):
+            return True
+        return any(self._refers_to(a, written) for a in [*call.args, *(k.value for k in call.keywords)])
 
     @staticmethod
     def _refers_to(value: ast.expr, target: ast.expr) -> bool:
@@ -121,9 +211,10 @@ class KvLenMutatedInLayer(Rule):
 
     @staticmethod
     def _device_move(value: ast.expr, target: ast.expr) -> bool:
-        """DEVICE_MOVE: `m.seq_lens = m.seq_lens.to(device)`."""
+        """DEVICE_MOVE / IDEMPOTENT_TRANSFORM: `m.seq_lens = m.seq_lens.to(device)`, `.int()`."""
         want = dotted_name(target)
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in DEVICE_MOVES:
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                and value.func.attr in IDEMPOTENT_TRANSFORMS:
             value = value.func.value
             if dotted_name(value) == want:
                 return True

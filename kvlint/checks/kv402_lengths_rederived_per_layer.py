@@ -30,7 +30,7 @@ def derives(value: ast.expr) -> bool:
 @register
 class LengthsRederivedPerLayer(Rule):
     code = "KV402"
-    trigger_words = KvLenMutatedInLayer.trigger_words
+    words = KvLenMutatedInLayer.words
 
     def required_words(self, settings):
         # necessary: a PER_LAYER_LOOP and a write of a length name (pre-filter)

@@ -21,11 +21,15 @@ TENSOR_METHODS = frozenset({
 })
 
 
+# Heuristic ASCEND_MODEL_FILE: the rule looks only at files that mention one of these (Ascend
+# model code, not every file with a `+=`). Also its pre-filter words.
+ASCEND_FILE_WORDS = ("torch_npu", "torch.ops.npu", "kv_len", "seq_len", "slot_mapping")
+
+
 @register
 class TensorParamAugmentedInLayer(Rule):
     code = "KV403"
-    # the pre-filter: Ascend model code (not every file with a `+=`)
-    trigger_words = ("torch_npu", "torch.ops.npu", "kv_len", "seq_len", "slot_mapping")
+    trigger_words = ASCEND_FILE_WORDS
 
     def required_words(self, settings):
         # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`
@@ -33,6 +37,8 @@ class TensorParamAugmentedInLayer(Rule):
         return (("+=", "-=", "*=", "/="), (layer_class_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
+        if not any(w.encode() in ctx.source.data for w in ASCEND_FILE_WORDS):
+            return
         for node in ctx.index.aug_assigns:
             target = node.target
             if not isinstance(target, ast.Name) or ctx.context.is_kv_length_name(target.id):

@@ -5,8 +5,9 @@ import ast
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.cache_args import unpacked_targets
+from kvlint.facts import load_facts
 
-V1 = "npu_kv_rmsnorm_rope_cache"
+V1 = load_facts().family("rmsnorm_rope_cache")[0]  # v1 (v2 has no is_output_kv)
 LATE_INDICES = (2, 3, -1, -2)
 
 

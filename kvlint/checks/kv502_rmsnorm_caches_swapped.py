@@ -5,9 +5,12 @@ import re
 from typing import Optional
 
 from kvlint.analysis.module import dotted_name
+from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.cache_args import NZ_LAST_DIMS, arg_values, literal_last_dim
+
+FACTS = load_facts()
 
 _NOPE = re.compile(r"nope|ckv|c_kv|latent", re.IGNORECASE)
 _ROPE = re.compile(r"rope|(^|_)k?pe($|_)", re.IGNORECASE)
@@ -26,7 +29,7 @@ def _is_rope_name(name: str) -> bool:
 @register
 class RmsnormCachesSwapped(Rule):
     code = "KV502"
-    operators = ("npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2")
+    operators = FACTS.family("rmsnorm_rope_cache")
 
     def check_call(self, oc, ctx: FileContext):
         k = arg_values(oc, ctx, "k_cache")

@@ -3,45 +3,49 @@ outside the operator's constraints (docs: rules/codes/KV504.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.cache_args import arg_values, literal_last_dim
-from kvlint.checks.epilog import EPILOG, STRING_MODES
+from kvlint.checks.epilog import EPILOG
 
-ROPE = 64
-MAX_D = 8192
-FP4_GROUPS = (16, 32, 64)
-DEFAULT_MODE, DEFAULT_GROUP = "fp8_e8m0", 64
+
+def _default(oc, name: str):
+    param = oc.operator.param(name)
+    return None if param is None or param.required else param.default
 
 
 @register
 class EpilogBadSize(Rule):
     code = "KV504"
-    operators = (EPILOG,)
+    operators = (EPILOG.name,)
 
     def check_call(self, oc, ctx: FileContext):
-        if oc.operator.namespace != "cann_ops_transformer":
-            return  # the seed's constraints are the ops-transformer kernel's
+        if oc.operator.namespace != EPILOG.limits_namespace:
+            return  # the limits are that binding's kernel's
         xs = arg_values(oc, ctx, "x")
         d = literal_last_dim(xs[0], ctx) if len(xs) == 1 else None
-        if d is not None and not (d % ROPE == 0 and ROPE < d <= MAX_D):
+        rope, d_max = EPILOG.rope_cols, EPILOG.d_max
+        if d is not None and not EPILOG.head_dim_ok(d):
             yield ctx.finding(self.code, xs[0],
-                              f"x's last dim is {d}: kv_compress_epilog needs d % 64 == 0 and "
-                              f"64 < d <= 8192 (the last 64 columns are the rope part, the rest is "
-                              f"quantized in groups of 64); the call fails in tiling", anchor=oc.call)
-        modes = self._literals(oc, ctx, "quant_mode", DEFAULT_MODE)
+                              f"x's last dim is {d}: kv_compress_epilog needs d % {EPILOG.d_multiple} == 0 and "
+                              f"{EPILOG.d_min_exclusive} < d <= {d_max} (the last {rope} columns are the rope "
+                              f"part, the rest is quantized in groups of 64); the call fails in tiling",
+                              anchor=oc.call)
+        modes = self._literals(oc, ctx, "quant_mode", _default(oc, "quant_mode"))
         for node, mode in modes:
-            if isinstance(mode, str) and mode.lower() not in STRING_MODES:
+            if isinstance(mode, str) and mode.lower() not in EPILOG.quant_modes:
                 yield ctx.finding(self.code, node,
-                                  f"quant_mode {mode!r} is not one of {', '.join(map(repr, STRING_MODES))}",
+                                  f"quant_mode {mode!r} is not one of {', '.join(map(repr, EPILOG.quant_modes))}",
                                   anchor=oc.call)
-        if not any(isinstance(m, str) and m.lower() == "hifloat8_fp4" for _, m in modes):
+        if not any(isinstance(m, str) and m.lower() == EPILOG.fp4_mode for _, m in modes):
             return
-        for node, group in self._literals(oc, ctx, "quant_group_size", DEFAULT_GROUP):
+        groups = EPILOG.mode2_groups
+        for node, group in self._literals(oc, ctx, "quant_group_size", _default(oc, "quant_group_size")):
             if not isinstance(group, int):
                 continue
-            if group not in FP4_GROUPS:
+            if group not in groups:
                 # (d - 64) % group == 0 then follows from d % 64 == 0
+                shown = ", ".join(map(str, groups[:-1])) + f" or {groups[-1]}"
                 yield ctx.finding(self.code, node,
-                                  f"quant_group_size {group} with quant_mode 'hifloat8_fp4': only 16, "
-                                  f"32 or 64 are supported; the call fails in tiling", anchor=oc.call)
+                                  f"quant_group_size {group} with quant_mode '{EPILOG.fp4_mode}': only "
+                                  f"{shown} are supported; the call fails in tiling", anchor=oc.call)
 
     @staticmethod
     def _literals(oc, ctx: FileContext, name: str, default):

@@ -7,12 +7,15 @@ from typing import Iterator, List, Optional, Tuple
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
+from kvlint.checks.roles import role_values
 
 SHAPED_FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn"}
 
 
 def mask_constructions(oc: OperatorCall, ctx: FileContext) -> Iterator[ast.expr]:
-    for value in ctx.args(oc.call).values("atten_mask"):
+    """Where the mask the call passes is built (by keyword, or at the schema position: the
+    8th argument of npu_fusion_attention)."""
+    for value in role_values(oc, ctx, "mask"):
         for site in ctx.dtypes.construction_sites(value, oc.call):
             if isinstance(site, ast.Constant) and site.value is None:
                 continue

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
+from kvlint.facts import load_facts
 
 
 def omits(oc: OperatorCall, ctx: FileContext, keyword: str) -> bool:
@@ -17,13 +18,16 @@ def omits(oc: OperatorCall, ctx: FileContext, keyword: str) -> bool:
     return True
 
 
-def missing_keyword(rule_code: str, oc: OperatorCall, ctx: FileContext, keyword_by_op, consequence: str,
+def missing_keyword(rule_code: str, oc: OperatorCall, ctx: FileContext, role: str, consequence: str,
                     fix_for=None):
     """The finding of a rule that reports a keyword left at its schema default, at the
-    callee; `_get_max_workspace` twins are skipped (their result does not depend on it)."""
+    callee; `_get_max_workspace` twins are skipped (their result does not depend on it).
+    `role` names the keyword by what it does (rules/facts/operators.toml): "scale", "num_heads"."""
     if oc.variant == "workspace":
         return None
-    keyword = keyword_by_op[oc.name]
+    keyword = load_facts().keyword(oc.name, role)
+    if keyword is None:
+        return None
     if not omits(oc, ctx, keyword):
         return None
     fix = fix_for(oc.call, keyword, ctx) if fix_for else None

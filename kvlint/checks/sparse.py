@@ -6,13 +6,15 @@ from dataclasses import dataclass
 from typing import List, Optional, Set
 
 from kvlint.analysis.resolve import OperatorCall
-from kvlint.analysis.values import UNKNOWN
+from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
+from kvlint.checks.roles import positional_value
+from kvlint.facts import load_facts
 
-CAUSAL_OR_BAND = {2, 3, 4}
+FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
 # diffusion models): ignoring it changes nothing.
-UNBOUNDED_TOKENS = 65535
+UNBOUNDED_TOKENS = FACTS.fa.sparse.unbounded_tokens
 
 
 @dataclass
@@ -32,20 +34,34 @@ class SparseView:
         return not self.mask_passed or self.mask_all_none
 
 
+def _role_args(oc: OperatorCall, ctx: FileContext, role: str) -> List[KeywordArg]:
+    """What the call passes for `role`: its keyword(s) (incl. `**dict` keys), else the
+    positional argument at the schema's position for it (npu_fusion_attention's mask is
+    argument 7), as a KeywordArg whose node is the argument itself."""
+    keyword = FACTS.keyword(oc.name, role)
+    if keyword is None:
+        return []
+    kws = ctx.args(oc.call).keywords.get(keyword, [])
+    if kws:
+        return kws
+    value = positional_value(oc, ctx, keyword)
+    return [KeywordArg(keyword, value, value)] if value is not None else []
+
+
 def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
     args = ctx.args(oc.call)
     modes: Set[object] = set()
     mode_node = None
-    kws = args.keywords.get("sparse_mode", [])
+    kws = _role_args(oc, ctx, "sparse_mode")
     if kws:
         mode_node = kws[0].node
         for kw in kws:
             modes.update(ctx.values.literal_values(kw.value, oc.call))
         if any(kw.conditional for kw in kws):
-            modes.add(0)
+            modes.add(FACTS.fa.sparse.default_mask)
     else:
-        modes.add(0)
-    mask_kws = args.keywords.get("atten_mask", [])
+        modes.add(FACTS.fa.sparse.default_mask)
+    mask_kws = _role_args(oc, ctx, "mask")
     mask_values: List[object] = []
     for kw in mask_kws:
         mask_values.extend(ctx.values.literal_values(kw.value, oc.call))
@@ -54,9 +70,10 @@ def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
     return SparseView(modes, mode_node, bool(mask_kws), mask_all_none, args.complete)
 
 
-def token_window_values(oc: OperatorCall, ctx: FileContext, name: str):
-    """(keyword node, literal candidates) of pre_tokens / next_tokens, or None if not passed."""
-    kws = ctx.args(oc.call).keywords.get(name, [])
+def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
+    """(where it is written, literal candidates) of the `pre_tokens` / `next_tokens` role
+    (`pre_tockens` / `next_tockens` for npu_fusion_attention), or None if not passed."""
+    kws = _role_args(oc, ctx, role)
     if not kws:
         return None
     values = []

@@ -14,13 +14,17 @@ from collections import OrderedDict
 from typing import List, Tuple
 
 from kvlint.analysis.findings import FileResult
-from kvlint.config import ConfigError, Overrides, Resolver, check_codes, drop_ignored, is_excluded, show
-from kvlint.discovery import iter_python_files
-from kvlint.report import Report
+from kvlint.config import ConfigError, Overrides, Resolver, check_codes, drop_ignored, exclusion, show
+from kvlint.discovery import GitIgnore, discover
+from kvlint.report import Report, plural, summary_lines
 from kvlint.settings import Settings
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
+FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab", "sarif", "junit")
+TEXT_FORMATS = ("text", "concise")  # the ones that print ruff's summary lines
+STATISTICS_FORMATS = ("text", "concise", "json")  # --statistics: a table, or JSON
+MODULES = {"concise": "concise", "json": "json_format", "json-lines": "json_lines", "github": "github",
+           "gitlab": "gitlab", "sarif": "sarif", "junit": "junit"}
 
 
 def add_options(check: argparse.ArgumentParser) -> None:
@@ -28,10 +32,18 @@ def add_options(check: argparse.ArgumentParser) -> None:
     check.add_argument("--config", metavar="FILE", help="use this pyproject.toml (or kvlint TOML) for every path")
     check.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     check.add_argument("--show-settings", action="store_true",
-                       help="print the resolved configuration for the first path and exit")
-    check.add_argument("--exclude", type=_globs, default=None, metavar="GLOBS",
+                       help="print the settings for the first path (for a file: the rules in effect "
+                            "after per-file-ignores) and exit")
+    check.add_argument("--exclude", type=_globs, action="extend", default=None, metavar="GLOBS",
                        help="comma-separated globs; replaces the configured `exclude`")
-    check.add_argument("--extend-exclude", type=_globs, default=[], metavar="GLOBS")
+    check.add_argument("--extend-exclude", type=_globs, action="extend", default=[], metavar="GLOBS")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude and .gitignore to files named on the command line too "
+                            "(the pre-commit hook sets it)")
+    check.add_argument("--respect-gitignore", dest="respect_gitignore", action="store_true", default=True,
+                       help="skip what .gitignore ignores (the default)")
+    check.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false",
+                       help="check files .gitignore ignores too")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report there instead of stdout")
     check.add_argument("--statistics", action="store_true", help="count the findings per code")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
@@ -63,31 +75,48 @@ def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileRe
 
 def run(args) -> int:
     select = getattr(args, "select", None)
-    for group in (select or [], args.ignore, args.extend_select):
+    per_file = getattr(args, "per_file_ignores", None)
+    extend_per_file = getattr(args, "extend_per_file_ignores", [])
+    for group in (select or [], args.ignore, args.extend_select,
+                  [c for _, c in (per_file or []) + extend_per_file]):
         check_codes(group, "command line")
+    if args.format == "full":
+        args.format = "text"
+    if args.statistics and args.format not in STATISTICS_FORMATS:
+        raise ConfigError(f"--statistics prints a table (text) or JSON (--format json), not {args.format}")
     overrides = Overrides(select=tuple(select) if select is not None else None, ignore=tuple(args.ignore),
                           extend_select=tuple(args.extend_select),
                           exclude=tuple(args.exclude) if args.exclude is not None else None,
-                          extend_exclude=tuple(args.extend_exclude))
+                          extend_exclude=tuple(args.extend_exclude),
+                          per_file_ignores=_pairs(per_file) if per_file is not None else None,
+                          extend_per_file_ignores=_pairs(extend_per_file))
     resolver = Resolver(args.config, args.isolated, overrides)
     if args.show_settings:
         path = args.paths[0]
         _write(show(resolver.settings_for(path), path), args)
         return EXIT_CLEAN
-    files, missing = iter_python_files(args.paths)
-    if missing:
-        for m in missing:
+    respect_gitignore = getattr(args, "respect_gitignore", True)
+    found = discover(args.paths, respect_gitignore)
+    if found.missing:
+        for m in found.missing:
             print(f"kvlint: error: {m}: no such file or directory", file=sys.stderr)
         return EXIT_ERROR
 
+    force = getattr(args, "force_exclude", False)
+    gitignore = GitIgnore() if respect_gitignore and force else None
     groups: "OrderedDict[str, Tuple[Settings, List[str]]]" = OrderedDict()
-    for path in files:
+    for path in found.files:
         settings = resolver.settings_for(path)
-        if is_excluded(path, settings):
-            continue
+        explicit = path in found.explicit
+        if not explicit or force:
+            why = _excluded_because(path, settings, overrides, gitignore if explicit else None)
+            if why is not None:
+                if explicit and not args.quiet:  # named by the user: say why it is skipped
+                    print(f"kvlint: warning: {path} not checked: {why} (--force-exclude)", file=sys.stderr)
+                continue
         groups.setdefault(settings.config_file, (settings, []))[1].append(path)
 
-    report = Report(files=sum(len(g[1]) for g in groups.values()))
+    report = Report(files=sum(len(g[1]) for g in groups.values()), unsafe_fixes=args.unsafe_fixes)
     diffs: List[str] = []
     checked = 0
     for settings, paths in groups.values():
@@ -110,14 +139,37 @@ def run(args) -> int:
     if args.diff:
         _write("".join(diffs), args)
         if report.fixed and not args.quiet:
-            print(f"Would fix {report.fixed} problem{'s' if report.fixed != 1 else ''}.", file=sys.stderr)
+            print(f"Would fix {plural(report.fixed, 'error')}.", file=sys.stderr)
         return EXIT_FINDINGS if diffs and not args.exit_zero else EXIT_CLEAN
     _write(render(report, args), args)
     if report.files and not checked:
         return EXIT_ERROR  # nothing could be read or decoded (the KV000 lines say why)
-    if args.fix and report.fixed and not args.quiet and args.format not in ("text", "concise"):
-        print(f"Fixed {report.fixed} problem{'s' if report.fixed != 1 else ''}.", file=sys.stderr)
+    if args.fix and report.fixed and not args.quiet and (args.format not in TEXT_FORMATS or args.statistics):
+        print(summary_lines(report)[0], file=sys.stderr)
     return EXIT_FINDINGS if report.findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _pairs(items) -> tuple:
+    """[(glob, code), ...] from the command line -> ((glob, (codes...)), ...) in order."""
+    out: "OrderedDict[str, List[str]]" = OrderedDict()
+    for glob, code in items:
+        out.setdefault(glob, []).append(code)
+    return tuple((g, tuple(c)) for g, c in out.items())
+
+
+def _excluded_because(path: str, settings: Settings, overrides: Overrides, gitignore) -> "str | None":
+    """Why `path` is excluded, or None: an `exclude`/`extend-exclude` pattern (from the command
+    line or the config file), or .gitignore (only asked for files named on the command line:
+    the walk has already skipped the others)."""
+    hit = exclusion(path, settings)
+    if hit is not None:
+        key, pattern = hit
+        from_cli = pattern in ((overrides.exclude or ()) if key == "exclude" else overrides.extend_exclude)
+        where = f"--{key}" if from_cli else f"`{key}` in {settings.config_file}"
+        return f"excluded by {where} pattern \"{pattern}\""
+    if gitignore is not None and gitignore.ignored(path, False, os.path.dirname(os.path.abspath(path))):
+        return "ignored by .gitignore"
+    return None
 
 
 def _wanted(finding, args) -> bool:
@@ -147,11 +199,15 @@ def _fix_file(checker, result: FileResult, settings: Settings, args, report: Rep
 
 
 def render(report: Report, args) -> str:
-    if args.statistics:
-        from kvlint.report.statistics import render as render_stats
-
-        return render_stats(report)
     fmt = args.format
+    summary = not args.quiet
+    if args.statistics:
+        from kvlint.report import statistics
+
+        if fmt == "json":
+            return statistics.render_json(report)
+        text = statistics.render(report)
+        return text + ("".join(line + "\n" for line in summary_lines(report)) if summary and report.findings else "")
     if fmt == "text":
         from kvlint.report.text_format import render as render_text, use_color
 
@@ -159,15 +215,13 @@ def render(report: Report, args) -> str:
             return ""
         color = use_color(sys.stdout) and not args.output_file
         return render_text(report, color=color, show_source=not getattr(args, "no_source", False),
-                           with_summary=not args.quiet)
-    module = {"concise": "concise", "json": "json_format", "github": "github", "sarif": "sarif",
-              "junit": "junit"}[fmt]
+                           with_summary=summary)
     import importlib
 
-    text = importlib.import_module(f"kvlint.report.{module}").render(report)
-    if fmt == "concise" and report.fixed and args.fix and not args.quiet:
-        text += f"Fixed {report.fixed} problem{'s' if report.fixed != 1 else ''}.\n"
-    return text
+    module = importlib.import_module(f"kvlint.report.{MODULES[fmt]}")
+    if fmt == "concise":
+        return module.render(report, with_summary=summary)
+    return module.render(report)
 
 
 def _write(text: str, args) -> None:

@@ -3,7 +3,7 @@
 from collections import OrderedDict
 from xml.etree import ElementTree as ET
 
-from kvlint.report import Report
+from kvlint.report import Report, plural
 
 
 def render(report: Report) -> str:
@@ -28,6 +28,6 @@ def render(report: Report) -> str:
             ET.SubElement(case, "error", message=e).text = e
     if not report.findings and not report.errors:
         suite = ET.SubElement(suites, "testsuite", name="kvlint", tests="1", failures="0", errors="0")
-        ET.SubElement(suite, "testcase", name=f"{report.files} files checked", classname="kvlint")
+        ET.SubElement(suite, "testcase", name=f"{plural(report.files, 'file')} checked", classname="kvlint")
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

@@ -1,7 +1,8 @@
 """`--format sarif`: SARIF 2.1.0 (validated against the OASIS schema in tests/test_formats.py).
 
 `tool.driver.rules` carries every rule of the catalog (id, name, descriptions, the full
-`kvlint rule` text as help, default level); each result points at its rule by id and index,
+`kvlint rule` text as help, `helpUri`: its docs page, default level; the driver carries the
+`informationUri`); each result points at its rule by id and index,
 with a region in Unicode code points (`columnKind`) and an artifact URI relative to the
 current folder (`uriBaseId` %SRCROOT%); fixes are attached as SARIF `fixes`.
 """
@@ -14,11 +15,11 @@ from kvlint import __version__
 from kvlint.analysis.findings import Finding
 from kvlint.catalog import RuleInfo, load_catalog
 from kvlint.report import Report
+from kvlint.links import HOMEPAGE as INFO_URI, rule_url
 from kvlint.rule_docs import render_rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
-INFO_URI = "https://github.com/kvlint/kvlint"
 
 
 def _rule(info: RuleInfo) -> dict:
@@ -29,6 +30,7 @@ def _rule(info: RuleInfo) -> dict:
         "shortDescription": {"text": info.summary},
         "fullDescription": {"text": info.what},
         "help": {"text": text, "markdown": text},
+        "helpUri": rule_url(info.code),
         "defaultConfiguration": {"level": LEVELS.get(info.severity, "error"),
                                  "enabled": info.enabled_by_default},
         "properties": {"fix": info.fix, "checked": list(info.checked)},

@@ -24,7 +24,7 @@ def dtype_name(dtype) -> str:
 
 
 def dtypes(names) -> frozenset:
-    """torch dtypes from their names (rules/contracts.toml), for `tensor.dtype in ...` tests."""
+    """torch dtypes from their names (rules/facts/), for `tensor.dtype in ...` tests."""
     return frozenset(getattr(torch, name) for name in names if hasattr(torch, name))
 
 
@@ -32,12 +32,38 @@ def shape_of(t) -> str:
     return "(" + ", ".join(str(int(s)) for s in t.shape) + ")" if isinstance(t, torch.Tensor) else repr(t)
 
 
+def _capture_probes():
+    """The `is_current_stream_capturing` functions that can answer on this machine (NPU, CUDA)."""
+    probes = []
+    npu = getattr(torch, "npu", None)
+    probe = getattr(npu, "is_current_stream_capturing", None)
+    if callable(probe):
+        probes.append(probe)
+    if torch.cuda.is_available():
+        probes.append(torch.cuda.is_current_stream_capturing)
+    return probes
+
+
+def capturing() -> bool:
+    """Is a device stream being captured into a graph (NPU graph / CUDA graph)? Then reading a
+    device value would synchronise and break the capture: value checks are skipped. Replays of
+    a captured graph run no Python, so they are never checked."""
+    for probe in _capture_probes():
+        try:
+            if probe():
+                return True
+        except Exception:  # noqa: BLE001 - no device context: not capturing
+            continue
+    return False
+
+
 class Call:
     """`args[name]` is every schema argument (given or defaulted); `passed(name)` tells whether
     the caller passed it; contracts report through `fail()`. `view` is the operator family's
     derived view (FA: `FaView`), set by the family's first contract."""
 
-    __slots__ = ("op", "name", "args", "kwargs", "positional", "npos", "full", "findings", "view", "_frame")
+    __slots__ = ("op", "name", "args", "kwargs", "positional", "npos", "full", "findings", "view", "tracing",
+                 "_frame")
 
     def __init__(self, op, name: str, args: Dict[str, Any], kwargs, positional, npos: int, full: bool):
         self.op = op          # catalog Operator
@@ -49,6 +75,7 @@ class Call:
         self.full = full
         self.findings: List[Finding] = []
         self.view = None
+        self.tracing = False  # arguments are meta stand-ins of traced tensors (kvlint.runtime.tracing)
         self._frame = False
 
     def get(self, name: Optional[str], default=None):
@@ -74,15 +101,16 @@ class Call:
     # ---- values -----------------------------------------------------------------------
     def readable(self, value) -> bool:
         """May a contract read this tensor's values? Always for host tensors; device tensors
-        only in full mode; never for fake/functional tensors (torch.compile tracing)."""
+        only in full mode and never while a device stream is being captured into a graph;
+        never for fake/functional/meta tensors (torch.compile tracing)."""
         if type(value) is not _Tensor and not isinstance(value, _Parameter):
             return False  # not a tensor, or a tensor subclass (FakeTensor, FunctionalTensor)
         if value.is_cpu:  # cheap; device.type costs ~0.3 us
-            return "cpu" in HOST_DEVICES or self.full
+            return "cpu" in HOST_DEVICES or (self.full and not capturing())
         device = value.device.type
         if device in HOST_DEVICES:
             return True
-        return self.full and device != "meta"
+        return self.full and device != "meta" and not capturing()
 
     def int_list(self, value) -> Optional[List[int]]:
         """A length list as Python ints, or None when absent or not readable in this mode."""

@@ -7,7 +7,10 @@ from typing import Optional, Tuple
 
 from torch.nn import Module
 
-_SKIP_PACKAGES = ("kvlint", "torch", "torch_npu", "cann_ops_transformer", "torchair", "functools",
+from kvlint.facts import load_facts
+
+# the operator packages (rules/facts/operators.toml) and what wraps them
+_SKIP_PACKAGES = ("kvlint", "torch", *load_facts().namespaces.packages, "torchair", "functools",
                   "contextlib", "_pytest", "pluggy")
 _skip_dirs: Optional[Tuple[str, ...]] = None
 
@@ -43,10 +46,23 @@ def user_frame(depth: int = 2):
     return None
 
 
+def display_path(filename: str) -> str:
+    """`filename` relative to the working directory when it lies below it, else as given."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working directory was removed
+        return filename
+    path = os.path.abspath(filename)
+    if path.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(path, cwd)
+    return filename
+
+
 def describe(frame) -> str:
+    """The call site as `path:line`, the path relative to the working directory."""
     if frame is None:
         return ""
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def layer_key(frame, limit: int = 8):

@@ -3,14 +3,23 @@
 Mechanism: every guarded operator is a `torch._ops.OpOverloadPacket` (`torch.ops.npu.X`, which
 *is* `torch_npu.X`) with `OpOverload`s (`.default`, `.out`). Both call `self._op(...)`, an
 instance attribute holding the C++ entry point. `patch()` replaces that attribute, on the
-packet and on each overload, with a Python function that checks the contracts and then calls
+packet and on each overload, with a `_Guarded` callable that checks the contracts and then calls
 the saved entry point; `unpatch()` puts the saved objects back. So every Python path to the
 operator is guarded - `torch_npu.X`, `torch.ops.npu.X`, `torch.ops.npu.X.default`, references
 captured before `patch()` (they are the same packet object) - and nothing else pays anything.
-See docs/runtime.md for the measurements behind this choice.
+
+Invisible to everything but broken calls:
+- torch hashes a packet / overload by `hash(self._op)`: `_Guarded` hashes like the entry point
+  it wraps, so dicts keyed by the operator (inductor lowerings, decomposition tables) still hit.
+- under tracing (FakeTensor / FunctionalTensor arguments) symbolic sizes are read through their
+  hints, never `int()`-ed: no guard, no specialisation, no recompilation.
+- handles belong to the context (thread, asyncio task) that opened them: a call is checked
+  under its own context's innermost handle, else under the most recent handle open anywhere.
+See docs/runtime.md for the measurements behind these choices.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 import warnings
 from typing import Dict, List, Optional, Tuple
@@ -18,28 +27,37 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from kvlint.catalog import load_catalog
-from kvlint.runtime import callsite
+from kvlint.facts import load_facts
+from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
-from kvlint.runtime.contracts import contracts_for
 from kvlint.runtime.errors import ContractError, ContractWarning, Finding
+from kvlint.runtime.registry import base_name as _base_name, contracts_for
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
-OPERATOR_PACKAGES = ("torch_npu", "cann_ops_transformer")
+OPERATOR_PACKAGES = load_facts().namespaces.packages
 
 _lock = threading.RLock()
-_handles: List["GuardHandle"] = []
+_open: List["GuardHandle"] = []            # every open handle, in opening order (any context)
+_context: contextvars.ContextVar = contextvars.ContextVar("kvlint_guard_handles", default=())
 _saved: List[Tuple[object, object]] = []   # (packet or overload, original _op)
+_missing: Dict[str, str] = {}              # operator package -> why it could not be imported
+_crashes: set = set()                      # (contract, call site) already warned about
+_Tensor = torch.Tensor
 
 
 class GuardHandle:
-    """Returned by `patch()`; a context manager. In collect mode, `findings` lists what was found."""
+    """Returned by `patch()`; a context manager. In collect mode, `findings` lists what was found.
+    `guarded` is how many operator entry points the guard wraps; `reason` says why it is 0."""
 
     def __init__(self, mode: str, checks: str):
         self.mode = mode
         self.checks = checks
+        self.full = checks == "full"
         self.findings: List[Finding] = []
         self.active = False
+        self.guarded = 0
+        self.reason = ""
 
     def __enter__(self) -> "GuardHandle":
         return self
@@ -65,13 +83,7 @@ class _Spec:
         self.name = _base_name(op.name)
         self.positional = tuple(p.name for p in op.params if p.kind == "positional")
         self.defaults = {p.name: p.default for p in op.params if not p.required}
-        self.contracts = contracts
-
-
-def _base_name(name: str) -> str:
-    if name.startswith("_") and name.endswith("_get_max_workspace"):
-        return name[1:-len("_get_max_workspace")]
-    return name
+        self.contracts = tuple(contracts)
 
 
 def _import_operator_packages() -> None:
@@ -80,8 +92,9 @@ def _import_operator_packages() -> None:
     for package in OPERATOR_PACKAGES:
         try:
             importlib.import_module(package)
-        except Exception:  # absent, or broken on this machine: guard what is there
-            pass
+            _missing.pop(package, None)
+        except Exception as exc:  # absent, or broken on this machine: guard what is there
+            _missing[package] = f"{type(exc).__name__}: {exc}"
     callsite.reset()
 
 
@@ -111,84 +124,151 @@ def _targets():
                 pass
 
 
-def _report(findings: List[Finding]) -> None:
-    handle = _handles[-1] if _handles else None
-    if handle is None:
+def _current() -> Optional[GuardHandle]:
+    """The handle deciding this call: the caller's context's innermost open one, else the most
+    recent one open in any context (a worker thread of a guarded process is guarded too)."""
+    own = _context.get()
+    for handle in reversed(own):
+        if handle.active:
+            return handle
+    try:
+        return _open[-1]
+    except IndexError:
+        return None
+
+
+def _warn(message: str, category, frame) -> None:
+    """A warning attributed to the user's line (so filters by module or line apply there)."""
+    if frame is None:
+        warnings.warn(message, category, stacklevel=3)
         return
-    for finding in findings:
+    globs = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=globs.get("__name__"), registry=globs.setdefault("__warningregistry__", {}),
+                           module_globals=globs)
+
+
+def _report(handle: GuardHandle, call: Call) -> None:
+    for finding in call.findings:
         if handle.mode == "collect":
             handle.findings.append(finding)
         elif handle.mode == "raise" and finding.severity == "error":
             raise ContractError(finding)
         else:
-            warnings.warn(ContractWarning(finding.message), stacklevel=4)
+            _warn(finding.message, ContractWarning, call.frame())
 
 
-def _wrap(original, spec: _Spec):
-    contracts = spec.contracts
-    positional, defaults, op, name = spec.positional, spec.defaults, spec.op, spec.name
+def _crashed(contract, call: Call, exc: Exception) -> None:
+    """A contract crashed (a kvlint bug, or input it does not know): warn once per contract and
+    call site, never break the user's call."""
+    site = callsite.describe(call.frame())
+    key = (contract, site)
+    if key in _crashes:
+        return
+    _crashes.add(key)
+    _warn(f"kvlint: contract {contract.__name__} could not check this {call.name} call "
+          f"({type(exc).__name__}: {exc}); skipped (reported once per call site)", RuntimeWarning, call.frame())
 
-    def guarded(*args, **kwargs):
-        if _handles:
-            try:
-                full = _handles[-1].checks == "full"
-            except IndexError:  # the last handle closed on another thread meanwhile
-                return original(*args, **kwargs)
-            bound = defaults.copy()
+
+def run_contracts(contracts, call: Call) -> None:
+    for contract in contracts:
+        try:
+            contract(call)
+        except ContractError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a contract must never break the user's call
+            _crashed(contract, call, exc)
+
+
+class _Guarded:
+    """Stands in for an operator's `_op`: checks the call, then calls the saved entry point.
+    Hashes like that entry point (torch's `OpOverload.__hash__` is `hash(self._op)`)."""
+
+    __slots__ = ("__kvlint_original__", "_spec", "_hash", "__name__")
+
+    def __init__(self, original, spec: _Spec):
+        self.__kvlint_original__ = original
+        self._spec = spec
+        self._hash = hash(original)
+        self.__name__ = f"kvlint_guarded_{spec.op.name}"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getattr__(self, name):  # anything else torch may read off `_op`
+        return getattr(self.__kvlint_original__, name)
+
+    def __call__(self, *args, **kwargs):
+        handle = _current()
+        if handle is not None:
+            spec = self._spec
+            bound = spec.defaults.copy()
             if args:
-                bound.update(zip(positional, args))
+                bound.update(zip(spec.positional, args))
             if kwargs:
                 bound.update(kwargs)
-            call = Call(op, name, bound, kwargs, positional, len(args), full)
-            for contract in contracts:
-                try:
-                    contract(call)
-                except ContractError:
-                    raise
-                except Exception as exc:  # a contract must never break the user's call
-                    warnings.warn(f"kvlint: contract {contract.__name__} could not check this "
-                                  f"{name} call ({type(exc).__name__}: {exc}); skipped", RuntimeWarning,
-                                  stacklevel=3)
-            if call.findings:
-                _report(call.findings)
-        return original(*args, **kwargs)
-
-    guarded.__name__ = f"kvlint_guarded_{spec.op.name}"
-    guarded.__kvlint_original__ = original
-    return guarded
+            first = args[0] if args else None
+            traced = type(first) is not _Tensor and isinstance(first, _Tensor)
+            if traced:
+                bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
+            if bound is not None:
+                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full)
+                call.tracing = traced
+                run_contracts(spec.contracts, call)
+                if call.findings:
+                    _report(handle, call)
+        return self.__kvlint_original__(*args, **kwargs)
 
 
-def _install() -> None:
+def _install() -> int:
     _import_operator_packages()
+    count = 0
     for target, op in _targets():
         original = target._op
-        if getattr(original, "__kvlint_original__", None) is not None:
+        if isinstance(original, _Guarded):
             continue
-        target._op = _wrap(original, _Spec(op, contracts_for(op)))
+        target._op = _Guarded(original, _Spec(op, contracts_for(op)))
         _saved.append((target, original))
+        count += 1
+    return count
+
+
+def _no_operator_reason() -> str:
+    if _missing:
+        return "; ".join(f"{name} is not importable ({why})" for name, why in _missing.items())
+    return "no operator of rules/operators.json is registered with torch"
 
 
 def refresh() -> None:
     """While patched, also guard operators registered since (e.g. torch_npu imported later)."""
     with _lock:
-        if _handles:
+        if _open:
             _install()
+            for handle in _open:
+                handle.guarded = len(_saved)
+                handle.reason = "" if _saved else handle.reason
 
 
 def _uninstall() -> None:
     while _saved:
         target, original = _saved.pop()
         target._op = original
-    from kvlint.runtime.contracts import kvlen
+    from kvlint.runtime.families.kvlen import contracts as kvlen
 
     kvlen.reset()
+
+
+_warned_empty = False
 
 
 def patch(mode: str = "raise", checks: str = "meta") -> GuardHandle:
     """Guard every call of the known Ascend attention / KV-cache operators.
 
-    Idempotent and nestable: each call returns a new handle, the innermost open handle decides
-    the mode; the operators are wrapped once and unwrapped when the last handle is closed."""
+    Idempotent and nestable: each call returns a new handle, owned by the calling context; the
+    innermost open handle of a context decides the mode of its calls; the operators are wrapped
+    once and unwrapped when the last handle (of any context) is closed. When no operator can be
+    guarded (torch_npu not importable), warns once with the reason (`handle.reason`)."""
+    global _warned_empty
     if mode not in MODES:
         raise ValueError(f"kvlint.patch: mode must be one of {', '.join(MODES)}, got {mode!r}")
     if checks not in CHECKS:
@@ -197,24 +277,36 @@ def patch(mode: str = "raise", checks: str = "meta") -> GuardHandle:
     with _lock:
         if not _saved:
             _install()
-        _handles.append(handle)
+        handle.guarded = len(_saved)
+        if not _saved:
+            handle.reason = _no_operator_reason()
+        _open.append(handle)
         handle.active = True
+        warn_empty = not _saved and not _warned_empty
+        _warned_empty = _warned_empty or warn_empty
+    _context.set(_context.get() + (handle,))
+    if warn_empty:
+        warnings.warn(f"kvlint.patch(): guarding no operator: {handle.reason}", RuntimeWarning, stacklevel=2)
     return handle
 
 
 def unpatch(handle: Optional[GuardHandle] = None) -> None:
-    """Close `handle`, or, without one, every handle: the original operators are back once no
-    handle is open. Calling it when nothing is patched does nothing."""
+    """Close `handle`, or, without one, every handle the calling context opened: the original
+    operators are back once no handle is open anywhere. Calling it when nothing is patched does
+    nothing."""
+    own = _context.get()
     with _lock:
         if handle is None:
-            closing = list(_handles)
+            closing = [h for h in own if h.active]
         else:
-            closing = [handle] if handle in _handles else []
+            closing = [handle] if handle.active else []
         for h in closing:
-            _handles.remove(h)
+            _open.remove(h)
             h.active = False
-        if not _handles and _saved:
+        if not _open and _saved:
             _uninstall()
+    if closing and any(h in own for h in closing):
+        _context.set(tuple(h for h in own if h.active))
 
 
 def is_patched() -> bool:

@@ -1,4 +1,5 @@
 """patch()/unpatch(): modes, nesting, restoration, call paths, messages, results unchanged."""
+import os
 import threading
 import warnings
 
@@ -43,7 +44,8 @@ def test_raise_mode_error_attributes_and_message():
     assert (err.code, err.op, err.argument) == ("KV112", "npu_fused_infer_attention_score", "num_key_value_heads")
     first = str(err).splitlines()[0]
     assert first.startswith("KV112 npu_fused_infer_attention_score: num_key_value_heads must be ")
-    assert first.endswith("got 3 (test_api.py:%d)" % (test_raise_mode_error_attributes_and_message.__code__.co_firstlineno + 4))
+    line = test_raise_mode_error_attributes_and_message.__code__.co_firstlineno + 4
+    assert first.endswith(f"got 3 ({os.path.relpath(__file__)}:{line})")  # relative to the working directory
     assert "consequence:" in str(err)
 
 
@@ -53,7 +55,8 @@ def test_block_table_message_matches_the_documented_form():
     with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
         FA(q, cache, cache, **GOOD, block_table=torch.zeros(2, 2, dtype=torch.int64), block_size=128,
            actual_seq_lengths_kv=[3, 3])
-    assert str(info.value).startswith("KV301 npu_fused_infer_attention_score: block_table must be int32, got int64 (test_api.py:")
+    assert str(info.value).startswith("KV301 npu_fused_infer_attention_score: block_table must be int32, got int64 "
+                                      f"({os.path.relpath(__file__)}:")
 
 
 def test_warn_mode_warns_and_runs():
@@ -175,7 +178,7 @@ def test_unrelated_ops_are_untouched():
 
 
 def test_a_crashing_contract_does_not_break_the_call(monkeypatch):
-    from kvlint.runtime.contracts import fa
+    from kvlint.runtime.families.fa import contracts as fa
 
     q, k, v = qkv()
     monkeypatch.setattr(fa, "QUERY_DTYPES", None)  # the dtypes contract now raises TypeError

@@ -222,10 +222,10 @@ def test_epilog_mode2_group(collect):
 
 
 def test_kv_cache_col_matches_the_seed():
-    from kvlint.runtime.contracts.writers import kv_cache_col
-    from kvlint.runtime.data import contracts_data
+    from kvlint.facts import load_facts
+    from kvlint.runtime.families.cache_write.contracts import kv_cache_col
 
-    data = contracts_data()["kv_compress_epilog"]
+    data = load_facts().table("kv_compress_epilog")
     assert kv_cache_col(256, 1, 64, data) == 323
     assert kv_cache_col(512, 1, 64, data) == 583
 

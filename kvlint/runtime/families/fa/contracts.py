@@ -3,7 +3,7 @@ MLA rope, attention mask (dtype, sparse-mode forms, coverage) and length lists.
 
 `fa_view`, the family's first contract, derives batch, sequence, heads and head size from the
 layout once per call (`call.view`); every other check reads it. The operators' keyword names
-come from rules/contracts.toml ([fa.ops.*]); data is read once, at import."""
+and limits come from rules/facts/ (kvlint.facts), read once, at import."""
 from __future__ import annotations
 
 from typing import Optional
@@ -11,47 +11,59 @@ from typing import Optional
 import torch
 
 from kvlint.runtime.call import Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.contracts import contract
-from kvlint.runtime.data import contracts_data
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
 
-FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
-          "npu_incre_flash_attention", "npu_prompt_flash_attention", "npu_fusion_attention")
-INT_MAX = 2147483647
-
-DATA = contracts_data()["fa"]
-LAYOUT_RANK = DATA["layout_rank"]
+FACTS = load_facts()
+FA_OPS = FACTS.family("fa_layout")
+DATA = FACTS.fa
+LAYOUT_RANK = DATA.layout_rank
 LAYOUT_BASE = {layout: layout.split("_")[0] for layout in LAYOUT_RANK}
-HEAD_AXIS = DATA["head_axis"]
-QUERY_DTYPES = _dtypes(DATA["query_dtypes"])
-KV_DTYPES = _dtypes(DATA["kv_dtypes"])
-MASK_DTYPES = _dtypes(DATA["mask_dtypes"])
-PAGED_CACHE_RANKS = frozenset(DATA["paged_cache_ranks"])
-SPARSE_MODES = frozenset(DATA["sparse_modes"])
-OPTIMIZED_SPARSE_MODES = frozenset(DATA["optimized_sparse_modes"])
-TND_SPARSE_WITH_MASK = frozenset(DATA["tnd_sparse_with_mask"])
+HEAD_AXIS = DATA.head_axis
+QUERY_DTYPES = _dtypes(DATA.query_dtypes)
+KV_DTYPES = _dtypes(DATA.kv_dtypes)
+MASK_DTYPES = _dtypes(DATA.mask.dtypes)
+PAGED_CACHE_RANKS = frozenset(DATA.paged_cache_ranks)
+OPTIMIZED_SPARSE_MODES = frozenset(DATA.mask.compressed_modes)
+TND_SPARSE_WITH_MASK = frozenset(DATA.mask.tnd_modes_with_mask)
+_SQ = "x".join(map(str, DATA.mask.compressed_shapes[0]))   # the compressed mask, for messages
+_SHAPES = [tuple(s) for s in DATA.mask.compressed_shapes]
+_SHOWN_SHAPES = ", ".join(map(str, _SHAPES[:-1])) + f" or {_SHAPES[-1]}"
+# rules/facts/fa_contracts.toml: the contracts mirrored from hicann/ops-transformer
+CONTRACTS = FACTS.table("fa_contracts")
+MLA = CONTRACTS["mla"]
+MLA_DTYPES = frozenset((torch.float16, torch.bfloat16))
+BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
+BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
+GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
+NZ_BYTES = CONTRACTS["nz_bytes"]
 _Tensor = torch.Tensor
 
 
 class Roles:
-    """Role -> keyword name of one FA-like operator ([fa.ops.X]); None when it has no such role."""
+    """Role -> keyword name of one FA-like operator (rules/facts/operators.toml); None when it
+    has no such role. `sparse_modes`: the values the operator accepts."""
 
     __slots__ = ("num_heads", "kv_heads", "scale", "q_lens", "kv_lens", "sparse_mode", "layout", "mask",
-                 "block_table", "block_size", "query_rope", "key_rope", "kv_heads_arg", "mask_arg")
+                 "block_table", "block_size", "query_rope", "key_rope", "kv_heads_arg", "mask_arg",
+                 "sparse_modes", "lse_flag", "inner_precise")
 
-    def __init__(self, names: dict):
+    def __init__(self, op):
         for slot in self.__slots__:
-            setattr(self, slot, names.get(slot))
+            setattr(self, slot, op.keyword(slot))
+        self.inner_precise = self.inner_precise or "inner_precise"  # same name in v1, v2, IFA, PFA
         self.kv_heads_arg = self.kv_heads or "num_key_value_heads"   # for messages
         self.mask_arg = self.mask or "atten_mask"
+        self.sparse_modes = frozenset(op.sparse_modes or ())
 
 
-ROLES = {name: Roles(names) for name, names in DATA["ops"].items()}
+ROLES = {name: Roles(FACTS.operator(name)) for name in FA_OPS}
 
 
 class FaView:
     __slots__ = ("roles", "layout", "base", "q", "k", "v", "num_heads", "kv_heads", "batch", "q_seq",
                  "q_heads", "head_dim", "paged", "tnd", "sparse", "mask", "block_table", "block_size",
-                 "query_rope", "key_rope", "scale")
+                 "query_rope", "key_rope", "scale", "cache_broken")
 
 
 @contract(*FA_OPS)
@@ -114,6 +126,7 @@ def fa_view(call: Call) -> None:
     view.block_size = int(get(roles.block_size, 0) or 0)
     view.query_rope, view.key_rope = get(roles.query_rope), get(roles.key_rope)
     view.scale = get(roles.scale)
+    view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
     call.view = view
 
 
@@ -128,6 +141,42 @@ def kv_seq(view: FaView) -> Optional[int]:
         return None
     axis = _KV_SEQ_AXIS.get(view.base)
     return int(view.k.shape[axis]) if axis is not None else None
+
+
+def _paged_heads(call: Call, view: FaView, kv: int) -> None:
+    """The paged cache's head count, by form (FIA tiling_check_consistency.cpp
+    CheckKVShapeForPageAttention; rules/facts/fa_contracts.toml): 3-D (nb, bs, N_kv*D) against
+    the query's head dim, 4-D (nb, N_kv, bs, D) and 5-D NZ (nb, N_kv, D/D0, bs, D0) dim 1."""
+    k, roles = view.k, view.roles
+    ks = [int(s) for s in k.shape]
+    if k.dim() == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
+        nb, bs, n_kv, d = ks
+        call.fail("KV312", "key", f"a 4-D paged cache laid out (num_blocks, N_kv, block_size, D): FA reads dim 1 "
+                  f"as the {kv} KV heads and dim 2 as block_size {view.block_size}",
+                  f"{shape_of(k)}, an ND (num_blocks, block_size, N_kv, D) cache; pass key.view({nb}, {bs}, "
+                  f"{n_kv * d}) (and the value likewise) for the 3-D (num_blocks, block_size, N_kv*D) form",
+                  "heads and block slots are swapped: every token is read from the wrong place")
+        view.cache_broken = True
+        return
+    if k.dim() == 4 and view.layout not in BNNBSD_LAYOUTS and call.get(roles.inner_precise) != BNNBSD_ANY_PRECISE:
+        call.fail("KV110", "key", f"a 3-D (num_blocks, block_size, N_kv*D) paged cache with input_layout "
+                  f"{view.layout!r} (a 4-D (num_blocks, N_kv, block_size, D) cache needs one of "
+                  f"{', '.join(BNNBSD_LAYOUTS)}, or inner_precise={BNNBSD_ANY_PRECISE})", f"4-D {shape_of(k)}",
+                  "the operator rejects the call (561002)")
+        view.cache_broken = True
+        return
+    if k.dim() == 3:
+        d = view.head_dim
+        if d and ks[2] != kv * d:
+            call.fail("KV112", roles.kv_heads_arg, f"the paged cache's hidden size / the query's head dim = "
+                      f"{ks[2]} / {d} = {ks[2] / d:g} (cache (num_blocks, block_size, N_kv*D))", str(kv),
+                      "the paged read splits the cache into the wrong heads")
+            view.cache_broken = True
+    elif ks[1] != kv:
+        form = "(nb, N_kv, bs, D)" if k.dim() == 4 else "NZ (nb, N_kv, D/D0, bs, D0)"
+        call.fail("KV112", roles.kv_heads_arg, f"the paged cache's head count {ks[1]} (cache {form})", str(kv),
+                  "the paged read strides over the wrong heads")
+        view.cache_broken = True
 
 
 @contract(*FA_OPS)
@@ -154,54 +203,68 @@ def heads(call: Call) -> None:
                   "the operator cannot split H into heads")
         return
     kv = view.kv_heads or n
-    group = DATA["max_group"]
+    # G <= 64 without rope (IFA tiling_check.cpp CheckInputQKVTypeMatch), up to 128 in MLA
+    group = GROUP_MAX_WITH_ROPE if view.query_rope is not None else DATA.max_group
     if n % kv or n // kv > group:
         call.fail("KV112", roles.kv_heads_arg, f"a divisor of {name}={n} with {name}/kv_heads <= {group}", str(kv),
                   "grouped-query attention maps query heads to the wrong KV heads")
         return
     k = view.k
     if view.paged:
-        if view.query_rope is None and k.dim() == 4 and int(k.shape[1]) != kv:
-            call.fail("KV112", roles.kv_heads_arg,
-                      f"the paged cache's head count {int(k.shape[1])} (cache (nb,N,bs,D))", str(kv),
-                      "the paged read strides over the wrong heads")
+        _paged_heads(call, view, kv)
         return
     if base == "BSH":
-        if view.head_dim and view.query_rope is None and int(k.shape[2]) != kv * view.head_dim:
+        if view.head_dim and int(k.shape[2]) != kv * view.head_dim:
             call.fail("KV112", roles.kv_heads_arg,
                       f"key hidden size / head dim = {int(k.shape[2]) / view.head_dim:g}", str(kv),
                       "the key is split into the wrong number of heads")
         return
-    axis = HEAD_AXIS.get(base)
+    axis = HEAD_AXIS.get(base)  # NSD / NTD: dim 0, TND: dim 1 (key.shape[1])
     if axis is not None and int(k.shape[axis]) != kv:
         call.fail("KV112", roles.kv_heads_arg, f"the key's head count {int(k.shape[axis])}", str(kv),
                   "grouped-query attention maps query heads to the wrong KV heads")
 
 
+def _head_dim_axis(t) -> int:
+    """The D axis of a key/value (the last one; NZ: D1 * D0 at axes 2 and 4)."""
+    return t.dim() - 1
+
+
 @contract(*FA_OPS)
 def key_value_shapes(call: Call) -> None:
+    """The value equals the key except in D, and D_v <= D_qk (equal with query_rope): FIA
+    tiling_info_parser.cpp GetRopeMode, tiling_check_consistency.cpp CheckKVShapeFor*."""
     view = call.view
-    if view is None:
+    if view is None or view.cache_broken:
         return
     q, k, v = view.q, view.k, view.v
     rope = view.query_rope
-    mla = rope is not None or (view.head_dim == DATA["mla_latent_dim"])
-    if not mla and k.shape != v.shape:
-        call.fail("KV113", "value", f"the key's shape {shape_of(k)}", shape_of(v),
+    ks, vs = [int(s) for s in k.shape], [int(s) for s in v.shape]
+    nz = view.paged and k.dim() == 5
+    same = [i for i in range(len(ks)) if i != len(ks) - 1 and not (nz and i == 2)]
+    if len(ks) != len(vs) or any(ks[i] != vs[i] for i in same):
+        call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
                   "the operator errors out or reads past the value tensor")
         return
-    if view.paged or view.tnd:
-        if view.tnd and rope is None and int(k.shape[2]) != int(q.shape[2]):
-            call.fail("KV113", "key", f"head dim {int(q.shape[2])} like the query", str(int(k.shape[2])),
+    dk = ks[2] * ks[4] if nz else ks[-1]
+    dv = vs[2] * vs[4] if nz else vs[-1]
+    if dv > dk or (rope is not None and dv != dk):
+        call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
+                  + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
+                  "the operator rejects the call")
+        return
+    d = view.head_dim
+    if view.paged:
+        if k.dim() in (4, 5) and d and dk != d:
+            call.fail("KV113", "key", f"head dim {d} like the query", f"{dk} in {shape_of(k)}",
                       "Q.K^T is undefined")
         return
-    qs, ks = q.shape, k.shape
-    if int(ks[0]) != int(qs[0]):
-        call.fail("KV113", "key", f"batch {int(qs[0])} like the query", str(int(ks[0])),
+    if view.base != "BSH" and d and ks[-1] != d:
+        call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
+        return
+    if view.base in ("BSH", "BSND", "BNSD") and ks[0] != int(q.shape[0]):
+        call.fail("KV113", "key", f"batch {int(q.shape[0])} like the query", str(ks[0]),
                   "requests attend to other requests' keys")
-    elif view.base in ("BSND", "BNSD") and rope is None and int(ks[3]) != int(qs[3]):
-        call.fail("KV113", "key", f"head dim {int(qs[3])} like the query", str(int(ks[3])),
-                  "Q.K^T is undefined")
 
 
 @contract(*FA_OPS)
@@ -231,12 +294,12 @@ def dtypes(call: Call) -> None:
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
     if qd not in QUERY_DTYPES:
-        call.fail("KV115", "query", " or ".join(DATA["query_dtypes"]), dtype_name(qd),
+        call.fail("KV115", "query", " or ".join(DATA.query_dtypes), dtype_name(qd),
                   "the operator rejects the dtype")
         return
     for name, t in (("key", k), ("value", v)):
         if t.dtype not in KV_DTYPES:
-            call.fail("KV115", name, " or ".join(DATA["kv_dtypes"]), dtype_name(t.dtype),
+            call.fail("KV115", name, " or ".join(DATA.kv_dtypes), dtype_name(t.dtype),
                       "the operator rejects the dtype")
             return
     if kd != qd and q.is_floating_point() and k.is_floating_point():
@@ -259,10 +322,30 @@ def scale(call: Call) -> None:
                   "scores are not scaled: softmax is far too sharp", severity="warning")
 
 
+def _rope_dim(view: FaView, qr) -> Optional[int]:
+    """query_rope's D: it has the query's layout (BSH: (B, S, N*Dr))."""
+    if view.base == "BSH":
+        h = int(qr.shape[-1])
+        return h // view.num_heads if view.num_heads > 0 and h % view.num_heads == 0 else None
+    return int(qr.shape[-1])
+
+
+def _key_rope_expected(view: FaView, dr: int, kv: int, kr) -> tuple:
+    """The key_rope shape the key implies: the key's layout with D = the rope dim (FIA
+    tiling_check_consistency.cpp CheckKVShapeForBatchContinuous / CheckKVShapeForPageAttention)."""
+    ks = [int(s) for s in view.k.shape]
+    if view.k.dim() == 5:  # NZ: D0 = 32 / sizeof(key_rope dtype)
+        d0 = NZ_BYTES // kr.element_size()
+        return (ks[0], ks[1], dr // d0, ks[3], d0)
+    if view.base == "BSH" or (view.paged and view.k.dim() == 3):
+        return tuple(ks[:-1]) + (kv * dr,)
+    return tuple(ks[:-1]) + (dr,)
+
+
 @contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
 def mla_rope(call: Call) -> None:
     view = call.view
-    if view is None:
+    if view is None or view.cache_broken:
         return
     qr, kr = view.query_rope, view.key_rope
     if qr is None and kr is None:
@@ -272,24 +355,106 @@ def mla_rope(call: Call) -> None:
         call.fail("KV510", missing, f"passed together with {given}", "None",
                   "the rope half of the scores is dropped or the operator errors out")
         return
-    for name, t in (("query_rope", qr), ("key_rope", kr)):
-        if int(t.shape[-1]) != DATA["mla_rope_dim"]:
-            call.fail("KV510", name, f"head dim {DATA['mla_rope_dim']}", str(int(t.shape[-1])),
-                      "the operator rejects the call")
-            return
+    q = view.q
+    qrs, qs = [int(s) for s in qr.shape], [int(s) for s in q.shape]
+    if len(qrs) != len(qs) or qrs[:-1] != qs[:-1]:
+        call.fail("KV510", "query_rope", f"the query's batch, sequence and heads {tuple(qs[:-1])} "
+                  f"(input_layout {view.layout!r})", shape_of(qr), "rope scores are added to the wrong rows")
+        return
+    dr = _rope_dim(view, qr)
+    if dr != DATA.mla_rope_dim:
+        call.fail("KV510", "query_rope", f"head dim {DATA.mla_rope_dim}"
+                  + (f" (last dim num_heads * {DATA.mla_rope_dim} = {view.num_heads * DATA.mla_rope_dim} "
+                     "in BSH)" if view.base == "BSH" else ""), f"{dr} in {shape_of(qr)}",
+                  "the operator rejects the call")
+        return
+    kv = view.kv_heads or view.num_heads
+    expected = _key_rope_expected(view, dr, kv, kr)
+    if tuple(int(s) for s in kr.shape) != expected:
+        call.fail("KV510", "key_rope", f"{expected}: the key's layout {shape_of(view.k)} with head dim {dr}",
+                  shape_of(kr), "rope keys are read from the wrong tokens or heads")
+        return
     d = view.head_dim
-    if d not in DATA["mla_query_dims"]:
-        call.fail("KV510", "query", f"head dim in {DATA['mla_query_dims']} with rope", str(d),
+    if d not in DATA.mla_query_dims:
+        call.fail("KV510", "query", f"head dim in {list(DATA.mla_query_dims)} with rope", str(d),
                   "the MLA kernel does not exist for this size")
         return
-    if d == DATA["mla_latent_dim"]:
-        kv = view.kv_heads or view.num_heads
-        if kv != 1:
-            call.fail("KV510", view.roles.kv_heads, "1 for the 512-wide latent (MLA absorb)", str(kv),
+    if d == DATA.mla_latent_dim:
+        if kv != MLA["kv_heads"]:
+            call.fail("KV510", view.roles.kv_heads_arg, "1 for the 512-wide latent (MLA absorb)", str(kv),
                       "the operator rejects the call")
         elif not view.paged:
             call.fail("KV510", "block_table", "a paged cache for the 512-wide latent (MLA absorb)", "None",
                       "the operator rejects the call")
+        else:
+            _mla_features(call, view)
+
+
+def _mla_features(call: Call, view: FaView) -> None:
+    """MLA without quantization (head dim 512, both ropes, fp16/bf16 query and key of one dtype:
+    FIA tiling_v3.cpp RouteToFia), FIA tiling_check_feature.cpp CheckFeatureMlaNoquant*."""
+    q, k, roles, get = view.q, view.k, view.roles, call.get
+    if q.dtype != k.dtype or q.dtype not in MLA_DTYPES:
+        return  # quantized MLA: other checks
+    layout, bs = view.layout, view.block_size
+    if layout not in MLA["layouts"]:
+        call.fail("KV110", roles.layout, f"one of {', '.join(MLA['layouts'])} in MLA", repr(layout),
+                  "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
+        return
+    if k.dim() == 5 and layout not in MLA["nz_layouts"]:
+        call.fail("KV110", roles.layout, f"one of {', '.join(MLA['nz_layouts'])} with an NZ cache", repr(layout),
+                  "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
+        return
+    if k.dim() == 4 and view.base not in MLA["bnnbsd_query_bases"]:
+        call.fail("KV110", "key", f"a 3-D (num_blocks, block_size, N_kv*D) cache with input_layout {layout!r} "
+                  f"(MLA reads a 4-D cache only with BNSD or TND queries)", f"4-D {shape_of(k)}",
+                  "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
+        return
+    if k.dim() == 5 and bs != MLA["block_size_nz"]:
+        call.fail("KV311", roles.block_size, f"{MLA['block_size_nz']} with an NZ cache (MLA)", str(bs),
+                  "the operator rejects the block size (CheckFeatureMlaNoquantPa)")
+        return
+    lse = get(roles.lse_flag) if roles.lse_flag else None
+    if lse:
+        call.fail("KV510", roles.lse_flag, "False in MLA (no softmax_lse output)", repr(lse),
+                  "the operator rejects the call (CheckFeatureMlaNoquantUnsupported)")
+        return
+    precise = get(roles.inner_precise)
+    if precise is not None and int(precise) not in MLA["inner_precise"]:
+        call.fail("KV510", roles.inner_precise, f"one of {list(MLA['inner_precise'])} in MLA", str(precise),
+                  "the operator rejects the call (CheckFeatureMlaNoquantUnsupported)")
+        return
+    if not view.tnd and roles.q_lens and get(roles.q_lens) is not None:
+        call.fail("KV316", roles.q_lens, f"None with input_layout {layout!r} in MLA (query lengths only in TND)",
+                  "a length list", "the operator rejects the call (CheckFeatureActualSeqLensExistence)")
+        return
+    sparse, m = view.sparse, view.mask
+    if view.tnd:
+        allowed, when = MLA["sparse_tnd"], "input_layout TND"
+    elif (view.q_seq or 1) > 1:
+        allowed, when = MLA["sparse_prefill"], f"Q_S = {view.q_seq} > 1"
+    else:
+        allowed, when = MLA["sparse_decode"], "Q_S = 1"
+    if sparse not in allowed:
+        call.fail("KV213", roles.sparse_mode, f"one of {list(allowed)} in MLA with {when}", str(sparse),
+                  "the operator rejects the call (CheckFeatureMlaNoquantMask)")
+        return
+    if sparse == 0 and m is not None:
+        call.fail("KV213", roles.sparse_mode, "3 or 4 with an atten_mask in MLA (sparse_mode 0 takes no mask)",
+                  "0 with a mask", "the operator rejects the call (CheckFeatureMlaNoquantMask)")
+        return
+    if view.tnd and m is not None and tuple(int(s) for s in m.shape) != tuple(MLA["tnd_mask_shape"]):
+        call.fail("KV206", roles.mask_arg, f"exactly {tuple(MLA['tnd_mask_shape'])} in MLA with input_layout TND",
+                  shape_of(m), "the operator rejects the mask (CheckAttentionMask)")
+        return
+    if view.tnd and roles.q_lens:
+        values = call.int_list(get(roles.q_lens))
+        if values:
+            per_request = [b - a for a, b in zip([0] + values[:-1], values)]
+            if max(per_request) > MLA["tnd_max_query_tokens"]:
+                call.fail("KV315", roles.q_lens, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
+                          "in MLA with input_layout TND", f"{per_request} per request",
+                          "the operator rejects the call (CheckFeatureActualSeqLensQData)")
 
 
 # ------------------------------------------------------------------------------ mask
@@ -303,26 +468,25 @@ def mask(call: Call) -> None:
     if m is None and sparse == 0 and not view.tnd:
         return  # the common no-mask call: nothing below applies
     name = roles.mask_arg
-    if roles.sparse_mode and sparse not in SPARSE_MODES:
-        call.fail("KV213", "sparse_mode", f"one of {DATA['sparse_modes']}", str(sparse),
-                  "modes 5-8 are not implemented; others error out")
+    if roles.sparse_mode and sparse not in roles.sparse_modes:
+        call.fail("KV213", roles.sparse_mode, f"one of {sorted(roles.sparse_modes)}", str(sparse),
+                  f"{call.name} does not implement it and errors out")
         return
     if m is not None and m.dtype not in MASK_DTYPES:
-        call.fail("KV205", name, " or ".join(DATA["mask_dtypes"]), dtype_name(m.dtype),
+        call.fail("KV205", name, " or ".join(DATA.mask.dtypes), dtype_name(m.dtype),
                   "a float mask is rejected (or, in older builds, misread as a boolean one)")
         return
     if view.tnd and roles.sparse_mode:
         if (m is None and sparse != 0) or (m is not None and sparse not in TND_SPARSE_WITH_MASK):
-            call.fail("KV212", "sparse_mode", "0 without atten_mask, or 3/4 with the 2048x2048 mask (TND)",
+            call.fail("KV212", "sparse_mode", f"0 without atten_mask, or {'/'.join(map(str, sorted(TND_SPARSE_WITH_MASK)))} with the {_SQ} mask (TND)",
                       f"{sparse} {'without' if m is None else 'with'} a mask", "TND attention is masked wrongly")
             return
     if sparse in OPTIMIZED_SPARSE_MODES:
         if m is None:
-            call.fail("KV201", name, f"the 2048x2048 causal mask for sparse_mode={sparse}", "None",
+            call.fail("KV201", name, f"the {_SQ} causal mask for sparse_mode={sparse}", "None",
                       "the operator errors out, or attends to future tokens")
-        elif [int(s) for s in m.shape] not in DATA["optimized_mask_shapes"]:
-            call.fail("KV206", name, "(2048, 2048), (1, 2048, 2048) or (1, 1, 2048, 2048) for "
-                      f"sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
+        elif not DATA.mask.is_compressed_shape(m.shape):
+            call.fail("KV206", name, f"{_SHOWN_SHAPES} for sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
         return
     if m is None or sparse not in (0, 1) or view.tnd:
         return

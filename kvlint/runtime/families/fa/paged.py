@@ -8,28 +8,33 @@ from itertools import chain
 import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
-from kvlint.runtime.contracts import contract, fa  # noqa: F401  (fa_view, which sets call.view, registers first)
-from kvlint.runtime.data import contracts_data
+from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
 
-PAGED_FA_OPS = ("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
-                "npu_incre_flash_attention")
-FA = contracts_data()["fa"]
-ATB_ROLES = contracts_data()["paged_atb"]
-BLOCK_AXIS = {int(rank): axis for rank, axis in FA["paged_cache_block_axis"].items()}
-DECODE_ALIGN = {getattr(torch, name): align for name, align in FA["decode_block_alignment"].items()}
+FACTS = load_facts()
+PAGED_FA_OPS = FACTS.family("paged_readers")
+FA = FACTS.fa
+BLOCK_SIZE = FA.block_size
+BLOCK_AXIS = dict(FA.paged_cache_block_axis)
 _Tensor = torch.Tensor
 _chain = chain.from_iterable
 
 
-def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks) -> None:
-    """The checks every paged operator shares. `num_blocks` bounds the ids (None: unknown)."""
+def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True) -> None:
+    """The checks every paged operator shares. `num_blocks` bounds the ids (None: unknown).
+    `exact`: one table row and one KV length per request (FA in TND, ATB); otherwise the table
+    may have more rows than requests and the length list more entries, or one for all (FIA
+    tiling_check_consistency.cpp CheckBlockTable, CheckActualSeqLensKv)."""
     if table.dtype != torch.int32:
         call.fail("KV301", "block_table", "int32", dtype_name(table.dtype),
                   "the operator rejects the table or reads its ids with the wrong width")
         return
-    if table.dim() != 2 or (batch is not None and int(table.shape[0]) != batch):
-        call.fail("KV310", "block_table", f"2-D with one row per request ({batch}, max_blocks)",
-                  shape_of(table), "requests read other requests' blocks")
+    rows = int(table.shape[0]) if table.dim() else 0
+    if table.dim() != 2 or (batch is not None and (rows != batch if exact else rows < batch)):
+        per = "one row per request" if exact else "at least one row per request"
+        call.fail("KV310", "block_table", f"2-D with {per} ({batch}, max_blocks)",
+                  shape_of(table), "requests read other requests' blocks, or rows past the table")
         return
     kv_lens = call.get(kv_lens_arg)
     if kv_lens is None:
@@ -40,10 +45,14 @@ def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks) -
     if values is None:
         return
     capacity = int(table.shape[1]) * block_size
-    if batch is not None and len(values) != batch:
-        call.fail("KV314", kv_lens_arg, f"one length per request ({batch})", f"{len(values)} entries",
-                  "requests read other requests' lengths")
+    if batch is not None and (len(values) != batch if exact else len(values) < batch and len(values) != 1):
+        expected = f"one length per request ({batch})" if exact else f"1 or >= batch ({batch}) entries"
+        call.fail("KV314", kv_lens_arg, expected, f"{len(values)} entries", "requests read other requests' lengths")
         return
+    if batch is not None and len(values) > batch:
+        values = values[:batch]  # entries past the batch are not read
+    elif batch and len(values) == 1:
+        values = values * batch  # one length for every request
     if values and (min(values) < 0 or max(values) > capacity):
         call.fail("KV314", kv_lens_arg, f"per-request lengths in [0, block_table.shape[1] * block_size = "
                   f"{capacity}]", str(values), "the paged read runs past the request's blocks "
@@ -91,7 +100,7 @@ def _used_ids_outside(table, kv_lens, block_size, num_blocks):
 @contract(*PAGED_FA_OPS)
 def fa_paged(call: Call) -> None:
     view = call.view
-    if view is None or not view.paged:
+    if view is None or not view.paged or view.cache_broken:
         return
     bs_arg = view.roles.block_size
     bs = view.block_size
@@ -108,30 +117,17 @@ def fa_paged(call: Call) -> None:
                   "every block is read with the wrong stride: tokens come from the wrong slots")
         return
     q_seq = view.q_seq if view.q_seq is not None else 2
-    mla = view.head_dim == FA["mla_latent_dim"] and view.query_rope is not None
-    step, largest = FA["prefill_block_multiple"], FA["max_block_size"]
-    if mla:
-        ok = bs in FA["mla_block_sizes"]
-    elif q_seq > 1:
-        ok = step <= bs <= largest and bs % step == 0
-    else:
-        align = DECODE_ALIGN.get(view.q.dtype, 16)
-        ok = 0 < bs <= largest and bs % align == 0
-    if not ok:
-        if mla:
-            expected = f"one of {FA['mla_block_sizes']} (MLA, D=512)"
-        elif q_seq > 1:
-            expected = f"a multiple of {step} in [{step}, {largest}] (query length > 1)"
-        else:
-            expected = f"a multiple of {align} <= {largest} (decode)"
-        call.fail("KV311", bs_arg, expected, str(bs), "the operator rejects the block size")
+    mla = view.head_dim == FA.mla_latent_dim and view.query_rope is not None
+    rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
+    if not BLOCK_SIZE.allowed(bs, **rule):
+        call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
         return
-    check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]))
+    check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]), exact=view.tnd)
 
 
 @contract("_npu_paged_attention")
 def atb_paged(call: Call) -> None:
-    roles = ATB_ROLES[call.name]
+    roles = FACTS.operator(call.name).roles
     query, cache, table = call.get(roles["query"]), call.get(roles["cache"]), call.get(roles["block_table"])
     if not all(isinstance(t, _Tensor) for t in (query, cache, table)):
         return

@@ -3,7 +3,7 @@ layers must not change between layers. Reads version counters only (no values, n
 
 A step is inferred: each (operator, argument) remembers the tensor it last saw (identity, data
 pointer, `_version`) and which layers saw that version. A layer is identified by its own KV cache
-(the data pointer of the cache argument named in rules/contracts.toml [tracked_layer]: no frame
+(the data pointer of the cache argument named in rules/facts/kvlen.toml [tracked_layer]: no frame
 walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a layer again means a new step began (the runner
 may advance kv_len between steps); a new version seen by a layer that has not yet run in this
 step means the tensor was mutated between two layers of one step."""
@@ -15,8 +15,8 @@ import torch
 
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
-from kvlint.runtime.contracts import contract
-from kvlint.runtime.data import contracts_data
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
 
 _state: dict = {}
 _lock = threading.Lock()
@@ -27,10 +27,25 @@ def reset() -> None:
         _state.clear()
 
 
-def _observe(key, tensor: torch.Tensor, layer):
-    """Record that `layer` saw `tensor` for (operator, argument) `key`; return (old, new) version
-    when it was mutated in place since an earlier layer of the same step, else None."""
-    version = tensor._version
+# Inference tensors (made under torch.inference_mode) have no version counter: readable ones
+# of at most this many elements are told apart by their values instead; bigger ones are skipped.
+FINGERPRINT_LIMIT = 4096
+
+
+def _version_of(call: Call, tensor: torch.Tensor):
+    """The tensor's version counter, or for an inference tensor a fingerprint of its values
+    (None: not trackable in this mode)."""
+    try:
+        return tensor._version
+    except RuntimeError:  # "Inference tensors do not track version counter"
+        if tensor.numel() <= FINGERPRINT_LIMIT and call.readable(tensor):
+            return ("values",) + tuple(tensor.reshape(-1).tolist())
+        return None
+
+
+def _observe(key, tensor: torch.Tensor, layer, version):
+    """Record that `layer` saw `tensor` (at `version`) for (operator, argument) `key`; return
+    (old, new) version when it was mutated in place since an earlier layer of the same step."""
     state = _state.get(key)
     ident = id(tensor)  # with the data pointer; no reference is kept
     if state is None or state[0] != ident or state[1] != tensor.data_ptr():
@@ -51,8 +66,8 @@ def _observe(key, tensor: torch.Tensor, layer):
     return seen_version, version
 
 
-_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in contracts_data()["tracked"].items()}
-_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in contracts_data()["tracked_layer"].items()}
+_TRACKED = {name: tuple((name, arg) for arg in args) for name, args in load_facts().table("tracked").items()}
+_LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in load_facts().table("tracked_layer").items()}
 _Tensor = torch.Tensor
 
 
@@ -71,18 +86,28 @@ def _layer(call: Call):
     return "frame", callsite.layer_key(call.frame())
 
 
+def _describe(before, after) -> str:
+    if isinstance(before, tuple) or isinstance(after, tuple):
+        return f"values {list(before[1:]) if isinstance(before, tuple) else before} -> " \
+               f"{list(after[1:]) if isinstance(after, tuple) else after}"
+    return f"version {before} -> {after}"
+
+
 @contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
+    if call.tracing:
+        return  # meta stand-ins of traced tensors: no identity, no version
     args = call.args
-    seen = [(key, tensor) for key in _TRACKED[call.name] if type(tensor := args.get(key[1])) is _Tensor]
+    seen = [(key, tensor, version) for key in _TRACKED[call.name]
+            if type(tensor := args.get(key[1])) is _Tensor and (version := _version_of(call, tensor)) is not None]
     if not seen:
         return
     scheme, layer = _layer(call)
     with _lock:
-        mutated = [(key[1], change) for key, tensor in seen
-                   if (change := _observe(key + (scheme,), tensor, layer)) is not None]
+        mutated = [(key[1], change) for key, tensor, version in seen
+                   if (change := _observe(key + (scheme,), tensor, layer, version)) is not None]
     for arg, (before, after) in mutated:
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
-                  f"mutated in place since the previous layer's call (version {before} -> {after})",
+                  f"mutated in place since the previous layer's call ({_describe(before, after)})",
                   "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
                   "(advance kv_len once per step, outside model.forward)")

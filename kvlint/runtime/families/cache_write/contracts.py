@@ -1,5 +1,5 @@
 """Cache-write contracts: slot_mapping (dtype, rank, length; values: range, -1, duplicates) for
-every writer in rules/contracts.toml [writers.*], and each writer's own shapes and dtypes:
+every writer in rules/facts/cache_write.toml [writers.*], and each writer's own shapes and dtypes:
 npu_scatter_pa_kv_cache / _npu_reshape_and_cache (KV517), scatter_pa_kv_cache_with_k_scale
 (KV511/KV512), kv_compress_epilog (KV513/KV514), npu_kv_rmsnorm_rope_cache (KV515),
 scatter_update_ (KV516)."""
@@ -11,11 +11,11 @@ import math
 import torch
 
 from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.contracts import contract
-from kvlint.runtime.data import contracts_data
+from kvlint.runtime.registry import contract
+from kvlint.facts import load_facts
 
-WRITERS = ("npu_scatter_pa_kv_cache", "_npu_reshape_and_cache", "scatter_pa_kv_cache_with_k_scale",
-           "kv_compress_epilog", "npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2")
+FACTS = load_facts()
+WRITERS = FACTS.family("slot_writers")
 
 
 def _tensors(call: Call, *names):
@@ -71,7 +71,7 @@ def with_k_scale(call: Call) -> None:
     if got is None:
         return
     key, value, key_cache, value_cache, key_scale, key_scale_cache = got
-    data = contracts_data()["with_k_scale"]
+    data = FACTS.table("with_k_scale")
     for name, t in (("key", key), ("value", value), ("key_cache", key_cache), ("value_cache", value_cache)):
         if dtype_name(t.dtype) not in data["kv_dtypes"] or t.dtype != key.dtype:
             call.fail("KV511", name, f"{' or '.join(data['kv_dtypes'])}, one dtype for key/value/caches",
@@ -126,13 +126,13 @@ def kv_cache_col(d: int, mode: int, group: int, data) -> int:
 
 @contract("kv_compress_epilog")
 def kv_compress_epilog(call: Call) -> None:
-    if call.op.namespace != "cann_ops_transformer":
-        return  # the _C_ascend / custom bindings share the name but not the contract (domain 1.11)
+    if call.op.namespace != FACTS.epilog.limits_namespace:
+        return  # the _C_ascend / custom bindings share the name but not the contract
     got = _tensors(call, "cache", "x")
     if got is None:
         return
     cache, x = got
-    data = contracts_data()["kv_compress_epilog"]
+    data = FACTS.table("kv_compress_epilog")
     mode = _quant_mode(call, data)
     if mode is None:
         call.fail("KV513", "quant_mode", f"one of {', '.join(data['quant_modes'])}", repr(call.get("quant_mode")),
@@ -149,7 +149,7 @@ def kv_compress_epilog(call: Call) -> None:
         return
     group = int(call.get("quant_group_size", 64))
     if mode == 2 and (group not in data["mode2_groups"] or (d - data["rope_cols"]) % group):
-        call.fail("KV514", "quant_group_size", f"one of {data['mode2_groups']} dividing d - 64 = "
+        call.fail("KV514", "quant_group_size", f"one of {list(data['mode2_groups'])} dividing d - 64 = "
                   f"{d - data['rope_cols']} (hifloat8_fp4)", str(group), "the operator rejects the call")
         return
     if dtype_name(cache.dtype) != data["cache_dtype"] or cache.dim() != 4 or int(cache.shape[2]) != 1:
@@ -206,7 +206,7 @@ def scatter_update(call: Call) -> None:
     if got is None:
         return
     data_, indices, updates = got
-    spec = contracts_data()["scatter_update"]
+    spec = FACTS.table("scatter_update")
     if not spec["min_rank"] <= data_.dim() <= spec["max_rank"] or updates.dim() != data_.dim():
         call.fail("KV516", "updates", f"the cache's rank {data_.dim()} (2-8)", f"{updates.dim()}-D {shape_of(updates)}",
                   "the operator rejects the call")
@@ -216,7 +216,7 @@ def scatter_update(call: Call) -> None:
                   "the operator rejects the indices")
         return
     if dtype_name(data_.dtype) not in spec["dtypes"] or updates.dtype != data_.dtype:
-        call.fail("KV516", "updates", f"the cache's dtype {dtype_name(data_.dtype)} (one of {spec['dtypes']})",
+        call.fail("KV516", "updates", f"the cache's dtype {dtype_name(data_.dtype)} (one of {list(spec['dtypes'])})",
                   dtype_name(updates.dtype), "the operator rejects the call")
         return
     axis = int(call.get("axis")) % data_.dim()
@@ -234,7 +234,7 @@ def scatter_update(call: Call) -> None:
 
 
 class _Writer:
-    """One [writers.X] entry of rules/contracts.toml."""
+    """One [writers.X] entry of rules/facts/cache_write.toml."""
 
     __slots__ = ("slot", "tokens", "cache", "block_axis", "skip_allowed", "token_dims", "slot_rank_from_tokens")
 
@@ -246,8 +246,8 @@ class _Writer:
         self.slot_rank_from_tokens = spec.get("slot_rank_from_tokens", False)
 
 
-WRITER_SPECS = {name: _Writer(spec) for name, spec in contracts_data()["writers"].items()}
-SLOT_DTYPES = _dtypes(contracts_data()["slots"]["dtypes"])
+WRITER_SPECS = {name: _Writer(spec) for name, spec in FACTS.table("writers").items()}
+SLOT_DTYPES = _dtypes(FACTS.table("slots")["dtypes"])
 
 
 # Registered last so the writers' own shape checks run first: slot values are only judged
@@ -255,8 +255,8 @@ SLOT_DTYPES = _dtypes(contracts_data()["slots"]["dtypes"])
 @contract(*WRITERS)
 def slots(call: Call) -> None:
     spec = WRITER_SPECS[call.name]
-    if call.name == "kv_compress_epilog" and call.op.namespace != "cann_ops_transformer":
-        return  # other bindings of that name differ (domain 1.11)
+    if call.name == FACTS.epilog.name and call.op.namespace != FACTS.epilog.limits_namespace:
+        return  # other bindings of that name differ
     args = call.args
     slot, tokens, cache = args.get(spec.slot), args.get(spec.tokens), args.get(spec.cache)
     if not (isinstance(slot, torch.Tensor) and isinstance(tokens, torch.Tensor) and isinstance(cache, torch.Tensor)):

@@ -1,0 +1,68 @@
+"""KV223: a mask of unknown dtype cast to int8/uint8 for atten_mask
+(docs: rules/codes/KV223.toml)."""
+import ast
+from typing import Optional
+
+from kvlint.analysis.dtypes import dtype_of_expr
+from kvlint.analysis.module import dotted_name
+from kvlint.checks import register
+from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.kv222_mask_cast_to_bool import KEEPING, MaskCastToBool
+from kvlint.facts import load_facts
+from kvlint.checks.roles import role_values
+
+MASK_READERS = load_facts().family("mask_readers")
+
+INT_DTYPES = ("int8", "uint8")
+INT_METHODS = {"byte": "uint8", "char": "int8"}
+
+
+def int_cast(expr: ast.expr) -> Optional[ast.Call]:
+    """The `.to(torch.int8)` / `.type(torch.uint8)` / `.byte()` / `.char()` at the top of
+    `expr`, looking through device/shape-keeping calls."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        f = expr.func
+        if f.attr in INT_METHODS and not expr.args:
+            return expr
+        if f.attr in ("to", "type"):
+            target = next((k.value for k in expr.keywords if k.arg == "dtype"), expr.args[0] if expr.args else None)
+            dtype = dtype_of_expr(target)
+            if dtype in INT_DTYPES:
+                return expr
+            if dtype is not None:
+                return None
+        if f.attr not in KEEPING:
+            return None
+        expr = f.value
+    return None
+
+
+@register
+class MaskCastToInt(Rule):
+    code = "KV223"
+    operators = MASK_READERS
+
+    def required_words(self, settings):
+        return (("int8", "uint8", ".byte()", ".char()"),)
+
+    def check_call(self, oc, ctx: FileContext):
+        if oc.variant == "workspace":
+            return
+        for value in role_values(oc, ctx, "mask"):
+            for site in ctx.dtypes.construction_sites(value, oc.call):
+                cast = int_cast(site)
+                if cast is None:
+                    continue
+                source = cast.func.value
+                if not MaskCastToBool._foreign(source, cast, ctx) or MaskCastToBool._checked(source, cast, ctx):
+                    continue
+                name = dotted_name(source) or ctx.text(source)
+                how = ctx.text(cast)[len(ctx.text(source)):]
+                yield ctx.finding(
+                    self.code, cast,
+                    f"`{name}` is cast with `{how}` for {oc.name}'s mask (line {oc.call.lineno}) "
+                    f"without a look at its dtype: a Hugging Face additive mask holds the float "
+                    f"dtype's minimum where masked, and what that becomes as an integer depends "
+                    f"on the dtype (it can be 0 = kept), while a 1/0 keep mask comes out "
+                    f"inverted; say the convention: `({name} < 0)` for an additive mask, "
+                    f"`({name} == 0)` for a keep mask")

@@ -1,0 +1,78 @@
+"""What a fused-attention call passes for one *role* (mask, sparse mode, window, scale, ...),
+whatever the operator calls that parameter and whether it is passed by keyword or position.
+
+FA v1 says `pre_tokens`, `npu_fusion_attention` says `pre_tockens` (sic) and takes its mask
+at position 7; rules ask for the role and this module reads the spelling from the operator
+facts (rules/facts/operators.toml) and the position from the operator's schema
+(rules/operators.json).
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Tuple
+
+from kvlint.analysis.resolve import OperatorCall
+from kvlint.checks.base import FileContext
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+
+
+def spelling(op_name: str, role: str) -> Optional[str]:
+    """The keyword `op_name` uses for `role` (rules/facts/operators.toml), or None when it has
+    no such parameter."""
+    return FACTS.keyword(op_name, role)
+
+
+def has_role(op_name: str, role: str) -> bool:
+    return spelling(op_name, role) is not None
+
+
+def role_values(oc: OperatorCall, ctx: FileContext, role: str) -> List[ast.expr]:
+    """The expressions the call passes for `role`: by keyword (incl. resolved `**dicts`), or
+    by position when the schema makes that parameter positional."""
+    keyword = spelling(oc.name, role)
+    if keyword is None:
+        return []
+    args = ctx.args(oc.call)
+    values = args.values(keyword)
+    if values:
+        return values
+    value = positional_value(oc, ctx, keyword)
+    return [value] if value is not None else []
+
+
+def positional_value(oc: OperatorCall, ctx: FileContext, keyword: str) -> Optional[ast.expr]:
+    names = [p.name for p in oc.operator.positional_params]
+    args = ctx.args(oc.call)
+    if keyword in names and names.index(keyword) < len(args.positional):
+        return args.positional[names.index(keyword)]
+    return None
+
+
+def role_node(oc: OperatorCall, ctx: FileContext, role: str) -> Optional[ast.AST]:
+    """Where the call writes `role`: its keyword node, or the positional argument."""
+    keyword = spelling(oc.name, role)
+    if keyword is None:
+        return None
+    kws = ctx.args(oc.call).keywords.get(keyword, [])
+    if kws:
+        return kws[0].node
+    return positional_value(oc, ctx, keyword)
+
+
+def role_passed(oc: OperatorCall, ctx: FileContext, role: str) -> Tuple[bool, bool]:
+    """(passed, conditional): whether the call passes `role`, and whether only on some paths
+    (a key added to the `**dict` inside a branch)."""
+    keyword = spelling(oc.name, role)
+    if keyword is None:
+        return False, False
+    kws = ctx.args(oc.call).keywords.get(keyword, [])
+    if kws:
+        return True, any(k.conditional for k in kws)
+    return positional_value(oc, ctx, keyword) is not None, False
+
+
+def operators_with(*roles: str) -> Tuple[str, ...]:
+    """The operators (base names) that have a parameter for every one of `roles`."""
+    return tuple(op for op, facts in FACTS.operators.items() if all(facts.keyword(r) for r in roles))

@@ -1,0 +1,56 @@
+"""The ecosystem check's matching of findings with triage entries (benchmarks/ecosystem.py).
+The check itself needs the code bases and is not part of the suite; its matching is."""
+import importlib.util
+import sys
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "ecosystem", Path(__file__).resolve().parent.parent / "benchmarks" / "ecosystem.py")
+eco = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("ecosystem", eco)  # dataclasses look their module up
+_spec.loader.exec_module(eco)
+
+
+def found(line, text, code="KV150", path="a+b/m.py"):
+    return eco.Found(path, line, 1, code, "error", "msg", text)
+
+
+def entry(line, text, verdict="FALSE", code="KV150", path="a+b/m.py"):
+    return eco.Entry(path, line, code, verdict, "why", text)
+
+
+def test_same_line_and_text_match():
+    cmp = eco.compare([found(10, "x = 1")], [entry(10, "x = 1")])
+    assert len(cmp.matched) == 1 and not cmp.new and not cmp.vanished
+
+
+def test_moved_line_matches_by_text_nearest_first():
+    # two identical lines: the finding that moved from 10 to 13 takes the entry of line 10
+    cmp = eco.compare([found(13, "kv_len += 1"), found(43, "kv_len += 1")],
+                      [entry(10, "kv_len += 1", "TRUE"), entry(40, "kv_len += 1", "FALSE")])
+    assert [(f.line, e.line, e.verdict) for f, e in cmp.matched] == [(13, 10, "TRUE"), (43, 40, "FALSE")]
+
+
+def test_edited_line_matches_by_line():
+    cmp = eco.compare([found(10, "x = 2")], [entry(10, "x = 1", "JUSTIFIED")])
+    assert [e.verdict for _, e in cmp.matched] == ["JUSTIFIED"]
+
+
+def test_new_and_vanished_and_other_code_never_match():
+    cmp = eco.compare([found(10, "x = 1", code="KV401"), found(5, "y")], [entry(10, "x = 1"), entry(99, "z")])
+    assert sorted(f.line for f in cmp.new) == [5, 10]
+    assert sorted(e.line for e in cmp.vanished) == [10, 99]
+
+
+def test_precision_counts_triaged_only():
+    cmp = eco.compare([found(1, "a"), found(2, "b"), found(3, "c")],
+                      [entry(1, "a", "TRUE"), entry(2, "b", "FALSE")])
+    (rule,) = eco.per_rule(cmp)
+    assert (rule.findings, rule.triaged, rule.precision) == (3, 2, 0.5)
+    assert rule.counts[eco.UNTRIAGED] == 1
+
+
+def test_committed_triage_is_complete():
+    entries = eco.load_triage()
+    assert entries and all(e.verdict in eco.VERDICTS and e.reason for e in entries)
+    assert all(e.path.split("/")[0] in {s.folder for s in eco.SNAPSHOTS} for e in entries)
