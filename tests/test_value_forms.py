@@ -297,3 +297,17 @@ def test_return_moved_to_a_device_escapes_with_its_dtype():
     assert dtypes(ctx, 7, "atten_mask") == ["float"]
     sites = ctx.dtypes.construction_sites(keyword(ctx, 7, "atten_mask"), call_at(ctx, 7))
     assert [s.lineno for s in sites] == [4]
+
+
+def test_unpacking_an_unknown_value_keeps_the_name_as_the_leaf():
+    # `(..., sliding_window, ...) = param` of an unknown `param`: the name is all there is,
+    # so the name heuristics (HF_SLIDING_WINDOW) still see it
+    ctx = context("""
+    def update(params):
+        for param in params:
+            (query, sliding_window) = param
+            op(query, pre_tokens=sliding_window)
+    """)
+    value = keyword(ctx, 5, "pre_tokens")
+    assert ctx.values.candidates(value, value) == [value]
+    assert [getattr(v, "id", None) for v in ctx.values.bindings("sliding_window", value)] == ["<parameter>"]

@@ -93,6 +93,7 @@ class ValueTracer:
         self._class_attr_writes: Optional[Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]] = None
         self._defs: Optional[Dict[str, ast.AST]] = None
         self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
+        self._synthetic_ids: set = set()
         self._getattr_nodes: Dict[int, ast.expr] = {}
         # candidates() is pure for a given index: memoised, else a chain of names bound to
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
@@ -108,6 +109,7 @@ class ValueTracer:
             ast.copy_location(node.slice, like)
             self.index.parent[id(node.slice)] = node
         self._synthetic.append(node)
+        self._synthetic_ids.add(id(node))
         return node
 
     def owns(self, node: ast.AST) -> bool:
@@ -307,7 +309,7 @@ class ValueTracer:
             items = self.assignments(func).get(name, [])
             before = [(stmt, v) for stmt, v in items if stmt.lineno < line]
             if before:
-                values = self._reaching(before, func)
+                values = [_PARAMETER if self._opaque(v) else v for v in self._reaching(before, func)]
                 if self.is_parameter(name, func) and not definitely_assigns(func.body, name, line):
                     values.append(_PARAMETER)
                 return values
@@ -322,6 +324,22 @@ class ValueTracer:
                     return []
                 outer = self.index.enclosing_function(outer)
         return self.module_binding(name)
+
+    def _opaque(self, value: ast.expr) -> bool:
+        """A synthetic element (`a, b = x`, `for a in xs`) of a value the tracer knows nothing
+        about: the name itself is then all there is (its name heuristics still apply), as for
+        a parameter."""
+        if isinstance(value, Unknown):
+            return True
+        if not isinstance(value, (ast.Subscript, Each)) or id(value) not in self._synthetic_ids:
+            return False
+        if isinstance(value, ast.Subscript):  # a tuple element: opaque unless a tuple was found
+            return self.candidates(value, value, follow_calls=True) == [value]
+        base = value.value
+        leaves = self.candidates(base, base, follow_calls=True)
+        return all(isinstance(c, (ast.Name, ast.Attribute, Unknown, Each))
+                   or (isinstance(c, ast.Subscript) and id(c) in self._synthetic_ids) for c in leaves) and not any(
+            isinstance(c, (ast.Tuple, ast.List)) for c in leaves)
 
     def _reaching(self, before, func) -> List[ast.expr]:
         # every assignment from the last one written at the function's top level on (an
