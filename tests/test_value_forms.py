@@ -311,3 +311,44 @@ def test_unpacking_an_unknown_value_keeps_the_name_as_the_leaf():
     value = keyword(ctx, 5, "pre_tokens")
     assert ctx.values.candidates(value, value) == [value]
     assert [getattr(v, "id", None) for v in ctx.values.bindings("sliding_window", value)] == ["<parameter>"]
+
+
+# -- context: phase from enum states, vLLM's per-layer loops ---------------------------------
+def phase_at(code: str, line: int):
+    ctx = context(code)
+    return ctx.context.phase(call_at(ctx, line))
+
+
+def test_phase_from_enum_states():
+    code = """
+    def forward(self, q, meta):
+        if meta.attn_state == AscendAttentionState.PrefillNoCache:
+            op(q)
+        elif meta.attn_state == AscendAttentionState.DecodeOnly:
+            op(q)
+        elif meta.attn_state in (AscendAttentionState.ChunkedPrefill, AscendAttentionState.DecodeOnly):
+            op(q)
+        if meta.attn_state != AscendAttentionState.DecodeOnly:
+            op(q)
+    """
+    assert [phase_at(code, n) for n in (4, 6, 8, 10)] == ["prefill", "decode", None, None]
+
+
+def test_vllm_per_layer_loops():
+    ctx = context("""
+    from itertools import islice
+    class Model:
+        def forward(self, x, start, end):
+            for layer in islice(self.layers, start, end):
+                f(x)
+            for i in range(start, end):
+                layer = self.layers[i]
+                g(x)
+            for i in range(start, end):
+                h(x)
+    """)
+    loops = [ctx.context.per_layer_loop(call_at(ctx, n)) for n in (6, 9, 11)]
+    assert [getattr(l, "lineno", None) for l in loops] == [5, 7, None]
+    from kvlint.analysis.context import HeuristicNames, layer_loop_pattern
+
+    assert layer_loop_pattern(HeuristicNames()).search(b"        layer = self.layers[i]\n")
