@@ -352,3 +352,64 @@ def test_vllm_per_layer_loops():
     from kvlint.analysis.context import HeuristicNames, layer_loop_pattern
 
     assert layer_loop_pattern(HeuristicNames()).search(b"        layer = self.layers[i]\n")
+
+
+# -- branch by branch -----------------------------------------------------------------------
+def branch_combos(code: str, line: int, roles=("atten_mask", "sparse_mode")):
+    from kvlint.analysis.branches import combinations
+
+    ctx = context(code)
+    call = call_at(ctx, line)
+    exprs = {r: keyword(ctx, line, r) for r in roles}
+    out = []
+    for combo, _ in combinations(ctx.values, call, exprs):
+        out.append(tuple(ctx.values.literal(v) if isinstance(v, ast.Constant) else type(v).__name__
+                         for v in combo.values()))
+    return sorted(out, key=repr)
+
+
+def test_combinations_follow_tuple_assignments_per_branch():
+    assert branch_combos("""
+    def f(q, m, single):
+        if single:
+            mask, mode = None, 0
+        else:
+            mask, mode = m, 4
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """, 7) == [("Name", 4), (None, 0)]  # not the cross product (None, 4), (m, 0)
+
+
+def test_combinations_pair_ternaries_on_one_condition():
+    assert branch_combos("""
+    def f(q, m, causal):
+        mask = m if causal else None
+        op(q, atten_mask=mask, sparse_mode=3 if causal else 0)
+    """, 4) == [("Name", 3), (None, 0)]
+
+
+def test_a_later_assignment_in_one_arm_overrides_on_that_arm_only():
+    assert branch_combos("""
+    def f(q, m, quant):
+        mask, mode = m, 4
+        if quant:
+            mask = None
+            mode = 0
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """, 7) == [("Name", 4), (None, 0)]
+
+
+def test_the_calls_own_arm_excludes_the_other_side():
+    assert branch_combos("""
+    def f(q, m, c):
+        mode = 3 if c else 0
+        if c:
+            op(q, atten_mask=m, sparse_mode=mode)
+    """, 5) == [("Name", 3)]
+
+
+def test_or_reads_as_a_condition():
+    assert branch_combos("""
+    def f(q, m, w):
+        mode = 4 if w else 0
+        op(q, pre_tokens=w or 2147483647, sparse_mode=mode)
+    """, 4, roles=("pre_tokens", "sparse_mode")) == [("Name", 4), (2147483647, 0)]

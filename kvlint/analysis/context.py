@@ -40,7 +40,7 @@ class HeuristicNames:
     # BRANCH_QUERY_LENGTH: `q_len == 1` is decode, `q_len > 1` is prefill.
     query_length_names: Tuple[str, ...] = (
         "q_len", "seq_len", "q_seq_len", "query_len", "seqlen", "s_q", "q_s", "num_tokens_per_req",
-        "qlen", "query_length", "seq_length",
+        "qlen", "query_length", "seq_length", "max_query_len", "max_q_len", "max_seqlen_q",
     )
     # LAYER_CLASS: classes whose methods are one layer of the model (KV401).
     layer_class_words: Tuple[str, ...] = ("Attention", "Attn", "Layer", "Decoder", "MLA", "Block", "Indexer")
@@ -132,17 +132,10 @@ class Context:
             if isinstance(anc, (ast.If, ast.IfExp, ast.While)):
                 in_body = child in (anc.body if isinstance(anc.body, list) else [anc.body])
                 in_else = child in (anc.orelse if isinstance(anc.orelse, list) else [anc.orelse])
-                state = self._state_test(anc.test)
-                if state is not None and (in_body or in_else):
-                    # an enum state names one phase; its negation does not name the other
-                    # (ChunkedPrefill mixes both)
-                    phase, positive = state
-                    if in_body == positive:
-                        return phase
-                elif in_body or in_else:
-                    p = self.condition_phase(anc.test)
+                if in_body or in_else:
+                    p = self.arm_phase(anc.test, in_body)
                     if p is not None:
-                        return p if in_body else _other(p)
+                        return p
             if isinstance(anc, FunctionNode):
                 if _words_in(anc.name, self.names.past_context_function_words):
                     return None
@@ -152,6 +145,16 @@ class Context:
                     return DECODE
             child = anc
         return None
+
+    def arm_phase(self, test: ast.expr, in_body: bool) -> Optional[str]:
+        """The phase of the `if`/`else` arm of `test` (body when `in_body`). An enum state
+        names one phase; its negation does not name the other (ChunkedPrefill mixes both)."""
+        state = self._state_test(test)
+        if state is not None:
+            phase, positive = state
+            return phase if in_body == positive else None
+        p = self.condition_phase(test)
+        return p if in_body else _other(p)
 
     def condition_phase(self, test: ast.expr) -> Optional[str]:
         """The phase a condition being true implies, or None."""
