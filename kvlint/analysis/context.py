@@ -10,7 +10,7 @@ import ast
 from functools import lru_cache
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
 
@@ -117,6 +117,7 @@ class Context:
     def __init__(self, index: ModuleIndex, names: HeuristicNames = HeuristicNames()):
         self.index = index
         self.names = names
+        self._range_loops: Dict[int, bool] = {}
 
     # -- phase ------------------------------------------------------------------------------
     def phase(self, node: ast.AST) -> Optional[str]:
@@ -321,12 +322,12 @@ class Context:
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
                 and isinstance(target, ast.Name)):
             return False
-        for stmt in loop.body:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == target.id \
-                        and self._layer_iterable(n.value):
-                    return True
-        return False
+        hit = self._range_loops.get(id(loop))
+        if hit is None:
+            hit = any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == target.id
+                      and self._layer_iterable(n.value) for stmt in loop.body for n in ast.walk(stmt))
+            self._range_loops[id(loop)] = hit
+        return hit
 
     def is_kv_length_name(self, name: str) -> bool:
         return name.lower() in self.names.kv_length_names

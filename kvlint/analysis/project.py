@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 import sys
 import warnings
 from collections import OrderedDict
@@ -37,6 +38,20 @@ MAX_REEXPORT_DEPTH = 4
 EXTERNAL = frozenset(sys.stdlib_module_names) | {
     "torch", "torch_npu", "torchair", "numpy", "np", "triton", "einops", "transformers", "cann_ops_transformer",
 }
+
+
+_ASSIGNED = re.compile(rb"(?m)^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_IMPORTS = re.compile(rb"(?m)^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\)|[^\n]*)")
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def _bound_names(data: bytes) -> frozenset:
+    """Names a module binds at module level (`name =` at column 0) or imports (a superset:
+    every word of its import lines)."""
+    names = set(_ASSIGNED.findall(data))
+    for part in _IMPORTS.findall(data):
+        names.update(_WORD.findall(part))
+    return frozenset(n.decode("ascii", "replace") for n in names)
 
 
 def _digest(data: bytes) -> str:
@@ -65,7 +80,8 @@ class Project:
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
         self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
-        self._mentions: Dict[Tuple[str, bytes], Tuple[Optional[tuple], bool]] = {}
+        # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
+        self._bytes_info: Dict[str, tuple] = {}
         self._resolvers: Dict[int, object] = {}
         self.catalog = None  # set by the Checker: resolvers of other modules need it
         self._current: List[object] = []  # tracers of the file being checked (never evicted)
@@ -133,22 +149,30 @@ class Project:
         return found
 
     def mentions(self, path: str, words) -> bool:
-        """Whether the file's bytes match `words` (a bytes regex) (read once per content, no
-        parse): the resolver asks this before parsing a module for an operator alias."""
+        """Whether the file's bytes match `words`, a bytes regex, or bind the name `words` (a
+        str) at module level or import it (read once per content, no parse): asked before a
+        module is parsed for an adapter or an operator alias."""
         path = os.path.abspath(path)
         stat = _stat(path)
-        hit = self._mentions.get((path, words.pattern))
-        if hit is not None and hit[0] == stat:
-            return hit[1]
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return False
-        found = words.search(data) is not None
-        self._mentions[(path, words.pattern)] = (stat, found)
+        info = self._bytes_info.get(path)
+        if info is None or info["stat"] != stat:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return False
+            info = self._bytes_info[path] = {"stat": stat, "data": data, "digest": _digest(data)}
+        if isinstance(words, str):
+            names = info.get("names")
+            if names is None:
+                names = info["names"] = _bound_names(info["data"])
+            found = words in names
+        else:
+            found = info.get(words.pattern)
+            if found is None:
+                found = info[words.pattern] = words.search(info["data"]) is not None
         if not found:
-            self.touched[path] = _digest(data)  # a later edit may add an alias
+            self.touched[path] = info["digest"]  # a later edit may add what was looked for
         return found
 
     def load(self, path: str, words: Optional[Pattern[bytes]] = None):

@@ -21,9 +21,7 @@ receiver that is none of these, so it is not the operator.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from kvlint.analysis.module import ModuleIndex, dotted_name
@@ -36,14 +34,6 @@ _NAMESPACES = load_facts().namespaces
 # (rules/facts/operators.toml [namespaces.prefixes]).
 NAMESPACE_PREFIXES: Mapping[str, str] = _NAMESPACES.prefixes
 WORKSPACE_PREFIX, WORKSPACE_SUFFIX = _NAMESPACES.workspace_prefix, _NAMESPACES.workspace_suffix
-
-
-@lru_cache(maxsize=4096)
-def alias_pattern(name: str) -> "re.Pattern[bytes]":
-    """Bytes a module must hold to bind `name` as an operator alias at module level: `name =`
-    at the start of a line, or an import of it (a re-export)."""
-    n = re.escape(name.encode())
-    return re.compile(rb"(?m)^[ \t]*" + n + rb"[ \t]*(?::[^=\n]*)?=(?!=)|\bimport\b[^\n]*\b" + n + rb"\b")
 
 
 @dataclass(frozen=True)
@@ -67,6 +57,10 @@ class OperatorResolver:
         self.index = index
         self.catalog = catalog
         self.tracer = tracer if tracer is not None else ValueTracer(index)
+        # callees are followed inside this module only (an alias imported from another
+        # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
+        # into the project's other modules would parse them for nothing (the hot path)
+        self._local = self.tracer if self.tracer.project is None else self.tracer.local_view()
         self._names = catalog.operator_names()
         self._assigned: Optional[Tuple[frozenset, frozenset]] = None
         # call id -> the functools.partial(...) calls its callee went through (their keywords
@@ -188,7 +182,7 @@ class OperatorResolver:
         """All (dotted qualified name, partials gone through) `expr` may stand for."""
         if depth > 6:
             return []
-        tracer = self.tracer
+        tracer, local = self.tracer, self._local
         if not tracer.owns(at):  # a value from another module: qualified by its imports
             other = tracer.tracer_for(at)
             if other is not tracer and tracer.project is not None:
@@ -204,10 +198,10 @@ class OperatorResolver:
                 if project is not None and expr.id in self.index.from_imports:
                     # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
                     # only when its bytes hold `fia =` or a re-export
-                    for value in project.imported_values(tracer, expr.id, alias_pattern(expr.id)):
+                    for value in project.imported_values(tracer, expr.id, expr.id):
                         out.extend(self._qualify(value, value, depth + 1))
                 return out
-            for value in tracer.candidates(expr, at, follow_calls=True):
+            for value in local.candidates(expr, at, follow_calls=True):
                 if value is expr:
                     if expr.id in self.index.imports:
                         out.append((self.index.imports[expr.id], ()))
@@ -218,7 +212,7 @@ class OperatorResolver:
             base = expr.value
             out = []
             if isinstance(base, ast.Name) and base.id in ("self", "cls"):
-                for value in tracer.candidates(expr, at, follow_calls=True):
+                for value in local.candidates(expr, at, follow_calls=True):
                     if value is not expr:
                         out.extend(self._qualify(value, value, depth + 1))
             for q, partials in self._qualify(base, at, depth + 1):
@@ -238,7 +232,7 @@ class OperatorResolver:
                         if not partials]
             out = []
             # a method of this class (or a function) returning a namespace or an operator
-            for value in tracer.candidates(expr, at, follow_calls=True):
+            for value in local.candidates(expr, at, follow_calls=True):
                 if value is not expr:
                     out.extend(self._qualify(value, value, depth + 1))
             return out

@@ -99,6 +99,18 @@ class ValueTracer:
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
         self._candidates: Dict[Tuple[int, int, int, bool], Tuple[ast.AST, ast.AST, List[ast.expr]]] = {}
 
+    def local_view(self) -> "ValueTracer":
+        """A tracer of the same module that does not follow names into other modules,
+        sharing this one's binding tables and synthetic nodes (not its memo: its answers
+        differ)."""
+        view = ValueTracer(self.index)
+        for name in ("_assign_tables", "_self_tables", "_synthetic", "_synthetic_ids", "_getattr_nodes"):
+            setattr(view, name, getattr(self, name))
+        view._grouped = self._statements()
+        view._defs = self.definitions()
+        view._class_attr_writes = self.class_attribute_writes()
+        return view
+
     # -- synthetic nodes ------------------------------------------------------------------
     def _make(self, node: ast.expr, like: ast.AST, parent: ast.AST) -> ast.expr:
         """Register a synthetic node under `parent`, placed at `like` (its one new child, a
