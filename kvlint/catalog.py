@@ -37,7 +37,6 @@ class Param:
     type: str
     kind: str  # "positional" or "keyword"
     default: Any = _MISSING
-    mutated: bool = False
 
     @property
     def required(self) -> bool:
@@ -53,11 +52,6 @@ class Operator:
     returns: int
     schema: str
     source: str
-
-    @property
-    def qualified(self) -> str:
-        suffix = f".{self.overload}" if self.overload else ""
-        return f"{self.namespace}::{self.name}{suffix}"
 
     def param(self, name: str) -> Optional[Param]:
         for p in self.params:
@@ -78,6 +72,16 @@ class Operator:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """A named heuristic branch of a rule (`[branches.NAME]` in its TOML): its own severity
+    and stable/preview status, measured separately on the ecosystem corpus."""
+    name: str
+    summary: str
+    severity: str
+    preview: bool = False
+
+
+@dataclass(frozen=True)
 class RuleInfo:
     code: str
     name: str
@@ -93,6 +97,11 @@ class RuleInfo:
     enabled_by_default: bool = True
     disabled_reason: str = ""
     extra: Dict[str, Any] = field(default_factory=dict)
+    # preview: below 90% TRUE+JUSTIFIED on the ecosystem corpus (docs/precision.md), or new and
+    # unmeasured; runs only with `--preview` / `preview = true`
+    preview: bool = False
+    preview_reason: str = ""
+    branches: Dict[str, Branch] = field(default_factory=dict)
 
     @property
     def fixable(self) -> bool:
@@ -103,7 +112,6 @@ class Catalog:
     def __init__(self, root: Optional[Path] = None):
         self.root = root or data_dir()
         raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
-        self.generated_from: str = raw.get("generated_from", "")
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
         self.facts: Facts = load_facts(self.root)
@@ -115,8 +123,7 @@ class Catalog:
     @staticmethod
     def _operator(o: dict) -> Operator:
         params = tuple(
-            Param(p["name"], p["type"], p["kind"], p.get("default", _MISSING) if not p.get("required") else _MISSING,
-                  bool(p.get("mutated")))
+            Param(p["name"], p["type"], p["kind"], p.get("default", _MISSING) if not p.get("required") else _MISSING)
             for p in o["params"]
         )
         return Operator(o["namespace"], o["name"], o.get("overload", ""), params, o["returns"],
@@ -128,15 +135,22 @@ class Catalog:
         if d.get("code") != path.stem:
             raise ValueError(f"{path}: code {d.get('code')!r} does not match the file name")
         known = {"code", "name", "severity", "summary", "fix", "checked", "what", "why", "example",
-                 "use_instead", "options", "enabled_by_default", "disabled_reason"}
+                 "use_instead", "options", "enabled_by_default", "disabled_reason", "preview",
+                 "preview_reason", "branches"}
+        severity = d.get("severity", "error")
+        branches = {name: Branch(name, b.get("summary", "").strip(), b.get("severity", severity),
+                                 bool(b.get("preview", False)))
+                    for name, b in d.get("branches", {}).items()}
         return RuleInfo(
-            code=d["code"], name=d["name"], severity=d.get("severity", "error"), summary=d["summary"],
+            code=d["code"], name=d["name"], severity=severity, summary=d["summary"],
             fix=d.get("fix", "none"), checked=tuple(d.get("checked", ["static"])),
             what=d["what"].strip(), why=d["why"].strip(), example=d.get("example", "").strip("\n"),
             use_instead=d.get("use_instead", "").strip("\n"), options=d.get("options", "").strip(),
             enabled_by_default=d.get("enabled_by_default", True),
             disabled_reason=d.get("disabled_reason", "").strip(),
             extra={k: v for k, v in d.items() if k not in known},
+            preview=bool(d.get("preview", False)), preview_reason=d.get("preview_reason", "").strip(),
+            branches=branches,
         )
 
     def operator(self, namespace: str, name: str, overload: str = "") -> Optional[Operator]:
@@ -146,8 +160,6 @@ class Catalog:
         """Every base operator name, for the byte pre-filter."""
         return frozenset(o.name for o in self.operators)
 
-    def rule(self, code: str) -> RuleInfo:
-        return self.rules[code]
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ Keys (all optional):
                                     a pattern without "/" matches any path component
     per-file-ignores                table: glob -> list of codes
     severity                        table: code -> "error" | "warning" | "info"
+    preview                         true: also run the preview rules and heuristic branches
     [tool.kvlint.heuristics]        extra names for the context heuristics (HeuristicNames),
                                     e.g. prefill-function-words = ["encode_step"]; the values
                                     are added to the built-in names
@@ -38,7 +39,8 @@ SEVERITIES = ("error", "warning", "info")
 CODE_LISTS = ("select", "ignore", "extend-select")
 GLOB_LISTS = ("exclude", "extend-exclude")
 TABLES = ("per-file-ignores", "severity", "heuristics")
-KNOWN_KEYS = CODE_LISTS + GLOB_LISTS + TABLES
+BOOLEANS = ("preview",)
+KNOWN_KEYS = CODE_LISTS + GLOB_LISTS + TABLES + BOOLEANS
 HEURISTIC_KEYS = {f.name.replace("_", "-"): f.name for f in dataclasses.fields(HeuristicNames)}
 
 
@@ -57,6 +59,7 @@ class Overrides:
     extend_exclude: Tuple[str, ...] = ()
     per_file_ignores: Optional[Tuple[Tuple[str, Tuple[str, ...]], ...]] = None
     extend_per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    preview: Optional[bool] = None
 
 
 def known_codes() -> frozenset:
@@ -173,6 +176,10 @@ def parse_table(table: Dict[str, Any], path: str) -> Dict[str, Any]:
             out[name] = sev
         elif key == "heuristics":
             out["names"] = parse_heuristics(value, path)
+        elif key in BOOLEANS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: [tool.kvlint] `{key}` must be true or false, got {_describe(value)}")
+            out[name] = value
     return out
 
 
@@ -227,6 +234,7 @@ def load_settings(config_file: Optional[str], overrides: Overrides = Overrides()
         per_file_ignores=tuple(per_file) + tuple(overrides.extend_per_file_ignores),
         root=root,
         config_file=os.path.abspath(config_file) if config_file else "",
+        preview=overrides.preview if overrides.preview is not None else values.get("preview", False),
     )
 
 
@@ -325,6 +333,7 @@ def show(settings: Settings, path: str) -> str:
              f"extend-select = {toml_list(settings.extend_select)}",
              f"exclude = {toml_list(settings.exclude)}",
              f"extend-exclude = {toml_list(settings.extend_exclude)}",
+             f"preview = {'true' if settings.preview else 'false'}",
              "", "[tool.kvlint.per-file-ignores]"]
     lines += [f'"{glob}" = {toml_list(codes)}' for glob, codes in settings.per_file_ignores]
     lines += ["", "[tool.kvlint.severity]"]
@@ -338,7 +347,8 @@ def show(settings: Settings, path: str) -> str:
     catalog = load_catalog()
     enabled = sorted(r.code for r in all_rules()
                      if settings.enabled(r.code, catalog.rules[r.code].enabled_by_default
-                                         if r.code in catalog.rules else True))
+                                         if r.code in catalog.rules else True,
+                                         r.code in catalog.rules and catalog.rules[r.code].preview))
     lines += ["", f"# enabled rules: {', '.join(enabled)}"]
     if not os.path.isdir(path):
         dropped = ignored_codes(path, settings)

@@ -34,7 +34,7 @@ class Checker:
         self.catalog = catalog or load_catalog()
         self.project.catalog = self.catalog
         every = list(rules) if rules is not None else all_rules()
-        self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code))]
+        self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code), self._preview(r.code))]
         canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
 
         def word(w):
@@ -54,13 +54,16 @@ class Checker:
         info = self.catalog.rules.get(code)
         return info.enabled_by_default if info else True
 
+    def _preview(self, code: str) -> bool:
+        info = self.catalog.rules.get(code)
+        return bool(info and info.preview)
+
     # -- entry points -------------------------------------------------------------------
-    def check_path(self, path: str, display: Optional[str] = None) -> FileResult:
-        shown = display or path
+    def check_path(self, path: str) -> FileResult:
         data = read_bytes(path)
         if isinstance(data, ReadFailure):
-            return self._failure(shown, data.reason)
-        return self.check_bytes(shown, data)
+            return self._failure(path, data.reason)
+        return self.check_bytes(path, data)
 
     def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes

@@ -35,7 +35,7 @@ def test_stale_page_is_detected(tmp_path):
 def test_every_page_has_the_five_sections():
     for code in load_catalog().rules:
         text = (ROOT / "docs" / "rules" / f"{code}.md").read_text()
-        for section in ("## What it detects", "## Why it is a bug", "## Options"):
+        for section in ("## What it detects", "## Why it is a bug", "## Example", "## Fix", "## Options"):
             assert section in text, (code, section)
 
 

@@ -274,8 +274,8 @@ def test_phase_from_else_branch_and_function_name():
 
 
 def test_fusion_attention_roles_by_keyword_and_by_position():
-    from kvlint.checks.roles import role_node, role_values
-    from kvlint.checks.sparse import sparse_view, token_window_values
+    from kvlint.helpers.roles import role_node, role_values
+    from kvlint.helpers.sparse import sparse_view, token_window_values
     ctx = context("""
         import torch_npu
         torch_npu.npu_fusion_attention(q, k, v, 8, "BSH", None, None, mask, 0.125, pre_tockens=7, sparse_mode=4)

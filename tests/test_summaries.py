@@ -17,7 +17,7 @@ def context(code: str, path: str = "m.py") -> FileContext:
 
 
 def function(ctx, name):
-    return next(f for f in ctx.index.functions if f.name == name)
+    return next(f for f in ast.walk(ctx.index.tree) if isinstance(f, ast.FunctionDef) and f.name == name)
 
 
 ADAPTER = """

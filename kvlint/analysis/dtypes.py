@@ -33,9 +33,7 @@ PRESERVING_METHODS = {
     "tril_", "triu_", "flip", "roll", "index_select", "requires_grad_", "share_memory_",
     "unsqueeze_", "squeeze_", "copy_", "zero_", "logical_not", "logical_not_",
 }
-FACTORIES_DEFAULT_FLOAT = {"ones", "zeros", "empty", "rand", "randn", "full"}
 FACTORIES_LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}
-SHAPE_PRESERVING_FUNCS = {"triu", "tril", "flip", "roll", "cat", "stack", "where", "narrow"}
 TORCH_HEADS = ("torch", "np", "numpy")
 
 
@@ -172,10 +170,14 @@ class DtypeInference:
             if is_module_func and receiver_is_module(receiver):
                 return self._factory(method, call, dtype_kw, depth)
             if method in ("to", "type"):
+                if dtype_kw is None and method == "to" and len(call.args) >= 2:
+                    dtype_kw = call.args[1]  # .to(device, dtype)
                 target = dtype_kw if dtype_kw is not None else (call.args[0] if call.args else None)
                 dt = dtype_of_expr(target)
                 if dt is not None:
                     return dt
+                if dtype_kw is not None:
+                    return None  # `.to(dtype=<expression>)`: converted to a dtype we cannot see
                 if dtype_kw is None and call.args and not isinstance(call.args[0], ast.Constant):
                     # .to(other_tensor) or .to(device): a device move keeps the dtype
                     pass

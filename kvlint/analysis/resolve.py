@@ -41,7 +41,6 @@ class OperatorCall:
     call: ast.Call
     operator: Operator
     variant: str  # "", "out", "default" or "workspace"
-    receiver: str  # how it was reached, for messages: "torch_npu", "self.fa_ops", ...
 
     @property
     def name(self) -> str:
@@ -93,13 +92,13 @@ class OperatorResolver:
         ) and last not in self.index.imports and last not in self.index.from_imports \
                 and not self._maybe_alias_name(func):
             return None
-        for (qualified, partials), receiver in self._qualified_candidates(func, call):
+        for qualified, partials in self._qualify(func, call, depth=0):
             hit = self._lookup(qualified)
             if hit is not None:
                 op, variant = hit
                 if partials:
                     self.partials[id(call)] = partials
-                return OperatorCall(call, op, variant, receiver)
+                return OperatorCall(call, op, variant)
         return None
 
     # -- internals ----------------------------------------------------------------------
@@ -172,11 +171,6 @@ class OperatorResolver:
             if op is not None:
                 return op, variant
         return None
-
-    def _qualified_candidates(self, func: ast.expr, call: ast.Call):
-        receiver = (dotted_name(func.value) if isinstance(func, ast.Attribute) else dotted_name(func)) or "?"
-        for q in self._qualify(func, call, depth=0):
-            yield q, receiver
 
     def _qualify(self, expr: ast.expr, at: ast.AST, depth: int) -> List[Tuple[str, Tuple[ast.Call, ...]]]:
         """All (dotted qualified name, partials gone through) `expr` may stand for."""

@@ -267,8 +267,7 @@ class AdapterResolver:
         s = owner.summary(func, is_method)
         if s is None:
             return None
-        return OperatorCall(self._synthetic_call(call, s), s.operator.operator, s.operator.variant,
-                            f"{dotted_name(call.func) or '?'} (forwards to {s.operator.name})")
+        return OperatorCall(self._synthetic_call(call, s), s.operator.operator, s.operator.variant)
 
     def _synthetic_call(self, site: ast.Call, s: ForwardingSummary) -> ast.Call:
         positions: Dict[int, ast.expr] = {}

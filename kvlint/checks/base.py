@@ -88,9 +88,10 @@ class FileContext:
         return a
 
     def finding(self, code: str, node: ast.AST, message: str, fix: Optional[Fix] = None,
-                anchor: Optional[ast.AST] = None) -> Finding:
+                anchor: Optional[ast.AST] = None, branch: Optional[str] = None) -> Finding:
         """A finding at `node`. `# noqa` works on the node's line and on the first line of the
-        statement holding `anchor` (default: `node`).
+        statement holding `anchor` (default: `node`). `branch`: the heuristic branch of the
+        rule that found it (`[branches.NAME]` in the rule's TOML), whose severity applies.
 
         A node of another module (a value built in a builder module) is reported at the
         operator call being checked, naming where the value is built; its fix, an edit of the
@@ -106,9 +107,18 @@ class FileContext:
         stmt = self.index.statement_of(anchor if anchor is not None else node)
         noqa = tuple(sorted({line, getattr(stmt, "lineno", line)}))
         info = self.catalog.rules.get(code)
-        severity = self.settings.severity.get(code, info.severity if info else "error")
+        default = info.severity if info else "error"
+        if info is not None and branch is not None:
+            default = info.branches[branch].severity
+        severity = self.settings.severity.get(code, default)
         return Finding(self.source.path, line, col + 1, end_line, end_col + 1, code, message,
-                       severity, fix, noqa, self.source.line(line))
+                       severity, fix, noqa, self.source.line(line), branch or "")
+
+    def branch_on(self, code: str, branch: str) -> bool:
+        """Whether heuristic branch `branch` of rule `code` runs: a preview branch only with
+        `--preview` / `preview = true`."""
+        info = self.catalog.rules.get(code)
+        return info is None or not info.branches[branch].preview or self.settings.preview
 
     def _foreign_place(self, node: ast.AST) -> str:
         tracer = self.values.tracer_for(node)

@@ -2,7 +2,7 @@
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.keywords import other_version_name, rename_fix, unknown_keywords
+from kvlint.helpers.keywords import other_version_name, rename_fix, unknown_keywords
 
 FACTS = load_facts()
 

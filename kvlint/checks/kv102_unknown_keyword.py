@@ -3,8 +3,8 @@ import difflib
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.epilog import other_binding_keyword
-from kvlint.checks.keywords import other_version_name, rename_fix, unknown_keywords
+from kvlint.helpers.epilog import other_binding_keyword
+from kvlint.helpers.keywords import other_version_name, rename_fix, unknown_keywords
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

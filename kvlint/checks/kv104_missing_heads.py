@@ -2,7 +2,7 @@
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.missing import missing_keyword
+from kvlint.helpers.args import missing_keyword
 
 FACTS = load_facts()
 

@@ -2,8 +2,8 @@
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import int_literals, literals, param_values, passes_value, same_expression
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import int_literals, literals, param_values, passes_value, same_expression
+from kvlint.helpers.args import omits
 
 FACTS = load_facts()
 

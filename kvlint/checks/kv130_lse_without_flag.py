@@ -4,9 +4,9 @@ import ast
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import (first_read_after, is_placeholder, is_true_somewhere, result_target,
-                                    unpacked_names)
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import is_true_somewhere
+from kvlint.helpers.results import first_read_after, is_placeholder, result_target, unpacked_names
+from kvlint.helpers.args import omits
 
 FACTS = load_facts()
 

@@ -5,7 +5,7 @@ import re
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import result_target, unpacked_names
+from kvlint.helpers.results import result_target, unpacked_names
 
 FACTS = load_facts()
 

@@ -5,10 +5,10 @@ from typing import Iterator
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.roles import role_values, spelling
-from kvlint.checks.windows import mentioned
 from kvlint.analysis.context import DECODE
-from kvlint.checks.sparse import branch_views, sparse_view
+from kvlint.helpers.roles import role_values, spelling
+from kvlint.helpers.sparse import branch_views, sparse_view
+from kvlint.helpers.windows import mentioned
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask

@@ -3,7 +3,7 @@ from kvlint.analysis.context import DECODE, PREFILL
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.sparse import ABSENT, bounded, branch_views, sparse_view, token_window_values
+from kvlint.helpers.sparse import ABSENT, bounded, branch_views, sparse_view, token_window_values
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask
@@ -40,7 +40,7 @@ class PrefillWithoutCausalMask(Rule):
             yield ctx.finding(self.code, oc.call.func,
                               f"{oc.name} on the prefill path with sparse_mode 0 and no mask: nothing "
                               f"is masked, so every token attends to future tokens; use "
-                              f"sparse_mode=3 with the {SQ} causal mask")
+                              f"sparse_mode=3 with the {SQ} causal mask", branch="PREFILL_PHASE")
 
     def _per_branch(self, oc, ctx: FileContext, view):
         """Modes set per branch (`if single_token: mask, mode = None, 0 else: mask, mode = m,

@@ -2,8 +2,9 @@
 (docs: rules/codes/KV206.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.masks import factory_shape, innermost_factory, mask_constructions
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.masks import innermost_factory, mask_constructions
+from kvlint.helpers.tensors import factory_shape
+from kvlint.helpers.sparse import sparse_view
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

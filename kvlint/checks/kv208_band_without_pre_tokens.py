@@ -2,9 +2,9 @@
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import literals
-from kvlint.checks.missing import omits
-from kvlint.checks.sparse import sparse_view
+from kvlint.helpers.args import literals
+from kvlint.helpers.args import omits
+from kvlint.helpers.sparse import sparse_view
 
 FACTS = load_facts()
 

@@ -5,7 +5,7 @@ from typing import Optional
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.masks import mask_constructions
+from kvlint.helpers.masks import mask_constructions
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

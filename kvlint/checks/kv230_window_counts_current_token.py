@@ -2,8 +2,8 @@
 (docs: rules/codes/KV230.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.roles import operators_with, role_node, role_values, spelling
-from kvlint.checks.windows import HF_WINDOW_NAME, last_name, self_attribute_values, window_leaves
+from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
+from kvlint.helpers.windows import HF_WINDOW_NAME, last_name, self_attribute_values, window_leaves
 
 
 def _hf_count(leaf, ctx: FileContext, depth: int = 0) -> bool:

@@ -1,7 +1,7 @@
 """KV302: block_table without block_size or without the KV lengths (docs: rules/codes/KV302.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import omits
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

@@ -2,7 +2,7 @@
 from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import int_literals, literals, passes_value
+from kvlint.helpers.args import int_literals, literals, passes_value
 from kvlint.facts import load_facts
 
 FACTS = load_facts()

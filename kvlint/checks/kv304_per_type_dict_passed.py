@@ -9,7 +9,7 @@ from typing import FrozenSet
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.fa_calls import param_values
+from kvlint.helpers.args import param_values
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
@@ -65,15 +65,17 @@ class PerTypeDictPassed(Rule):
                     if name is None:
                         continue
                     receiver = name.split(".")[-2] if "." in name else ""
+                    branch = None
                     if name in indexed_per_type(ctx):
                         why = f"this file indexes `{name}[...]` by attention type elsewhere"
                     elif receiver in FRAMEWORK_METADATA:
                         why = f"`{receiver}.{leaf.attr}` is a dict keyed by attention type"
+                        branch = "FRAMEWORK_METADATA"
                     else:
                         continue
                     yield ctx.finding(
                         self.code, value,
                         f"`{param}` of {oc.name} gets `{name}` itself, but {why}: the operator "
                         f"needs the tensor of this layer's type; pass `{name}[self.attn_type]`",
-                        anchor=oc.call)
+                        anchor=oc.call, branch=branch)
                     return

@@ -2,8 +2,9 @@
 (docs: rules/codes/KV330.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import arg_values, is_nz_view
-from kvlint.checks.missing import omits
+from kvlint.helpers.args import param_values
+from kvlint.helpers.tensors import is_nz_view
+from kvlint.helpers.args import omits
 
 
 @register
@@ -14,7 +15,7 @@ class ScatterPaDefaultNz(Rule):
     def check_call(self, oc, ctx: FileContext):
         if not omits(oc, ctx, "cache_mode"):
             return
-        caches = arg_values(oc, ctx, "key_cache") + arg_values(oc, ctx, "value_cache")
+        caches = param_values(oc, ctx, "key_cache") + param_values(oc, ctx, "value_cache")
         if not caches or any(is_nz_view(c, ctx) for c in caches):
             return
         yield ctx.finding(self.code, oc.call.func,

@@ -4,7 +4,7 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import unpacked_targets
+from kvlint.helpers.results import result_target, unpacked_names
 from kvlint.facts import load_facts
 
 V1 = load_facts().family("rmsnorm_rope_cache")[0]  # v1 (v2 has no is_output_kv)
@@ -40,7 +40,7 @@ class RmsnormOutputsWithoutFlag(Rule):
 
     @staticmethod
     def _uses(call: ast.Call, ctx: FileContext):
-        targets = unpacked_targets(call, ctx)
+        targets = unpacked_names(result_target(call, ctx), starred=True)
         if targets is not None and len(targets) == 4:
             yield from (t for t in targets[2:] if _used_name(t))
             return

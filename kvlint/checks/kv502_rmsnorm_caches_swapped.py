@@ -8,7 +8,8 @@ from kvlint.analysis.module import dotted_name
 from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import NZ_LAST_DIMS, arg_values, literal_last_dim
+from kvlint.helpers.args import param_values
+from kvlint.helpers.tensors import NZ_LAST_DIMS, literal_last_dim
 
 FACTS = load_facts()
 
@@ -32,8 +33,8 @@ class RmsnormCachesSwapped(Rule):
     operators = FACTS.family("rmsnorm_rope_cache")
 
     def check_call(self, oc, ctx: FileContext):
-        k = arg_values(oc, ctx, "k_cache")
-        ckv = arg_values(oc, ctx, "ckv_cache")
+        k = param_values(oc, ctx, "k_cache")
+        ckv = param_values(oc, ctx, "ckv_cache")
         if len(k) != 1 or len(ckv) != 1:
             return
         reason = self._swapped(k[0], ckv[0], ctx)

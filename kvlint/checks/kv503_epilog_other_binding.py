@@ -2,8 +2,8 @@
 (docs: rules/codes/KV503.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import arg_values
-from kvlint.checks.epilog import EPILOG, other_binding_keyword
+from kvlint.helpers.args import param_values
+from kvlint.helpers.epilog import EPILOG, other_binding_keyword
 from kvlint.facts import load_facts
 
 SHOW = load_facts().namespaces.show
@@ -28,7 +28,7 @@ class EpilogOtherBinding(Rule):
                               f".kv_compress_epilog, not of {here}.kv_compress_epilog: this call "
                               f"raises RuntimeError when it first runs{hint}. The three bindings "
                               f"also differ in quant_mode (check it too)", anchor=oc.call)
-        for value in arg_values(oc, ctx, "quant_mode"):
+        for value in param_values(oc, ctx, "quant_mode"):
             for lit in ctx.values.literal_values(value, oc.call):
                 wrong_str = isinstance(lit, str) and not EPILOG.takes_string_mode(ns)
                 wrong_int = isinstance(lit, int) and not isinstance(lit, bool) and EPILOG.takes_string_mode(ns)

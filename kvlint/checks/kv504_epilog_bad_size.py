@@ -2,8 +2,9 @@
 outside the operator's constraints (docs: rules/codes/KV504.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.cache_args import arg_values, literal_last_dim
-from kvlint.checks.epilog import EPILOG
+from kvlint.helpers.args import param_values
+from kvlint.helpers.tensors import literal_last_dim
+from kvlint.helpers.epilog import EPILOG
 
 
 def _default(oc, name: str):
@@ -19,7 +20,7 @@ class EpilogBadSize(Rule):
     def check_call(self, oc, ctx: FileContext):
         if oc.operator.namespace != EPILOG.limits_namespace:
             return  # the limits are that binding's kernel's
-        xs = arg_values(oc, ctx, "x")
+        xs = param_values(oc, ctx, "x")
         d = literal_last_dim(xs[0], ctx) if len(xs) == 1 else None
         rope, d_max = EPILOG.rope_cols, EPILOG.d_max
         if d is not None and not EPILOG.head_dim_ok(d):
@@ -49,7 +50,7 @@ class EpilogBadSize(Rule):
 
     @staticmethod
     def _literals(oc, ctx: FileContext, name: str, default):
-        values = arg_values(oc, ctx, name)
+        values = param_values(oc, ctx, name)
         if not values:
             return [(oc.call.func, default)] if ctx.args(oc.call).complete else []
         out = []

@@ -19,6 +19,7 @@ from kvlint.discovery import GitIgnore, discover
 from kvlint.report import Report, plural, summary_lines
 from kvlint.settings import Settings
 
+# kvlint's exit codes (README "Exit codes"), for every command
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab", "sarif", "junit")
 TEXT_FORMATS = ("text", "concise")  # the ones that print ruff's summary lines
@@ -51,6 +52,8 @@ def add_options(check: argparse.ArgumentParser) -> None:
     check.add_argument("--fix", action="store_true", help="apply the safe fixes")
     check.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: apply unsafe fixes too")
     check.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    check.add_argument("--preview", action="store_true", default=None,
+                       help="also run the preview rules and heuristic branches (see `kvlint rule`)")
 
 
 def _globs(text: str) -> List[str]:
@@ -59,7 +62,7 @@ def _globs(text: str) -> List[str]:
 
 def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
     from kvlint.cache import DEFAULT_DIR, open_cache
-    from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
+    from kvlint.runner import check_files  # scheduling, --jobs, cache
 
     use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
     directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
@@ -89,7 +92,8 @@ def run(args) -> int:
                           exclude=tuple(args.exclude) if args.exclude is not None else None,
                           extend_exclude=tuple(args.extend_exclude),
                           per_file_ignores=_pairs(per_file) if per_file is not None else None,
-                          extend_per_file_ignores=_pairs(extend_per_file))
+                          extend_per_file_ignores=_pairs(extend_per_file),
+                          preview=getattr(args, "preview", None))
     resolver = Resolver(args.config, args.isolated, overrides)
     if args.show_settings:
         path = args.paths[0]

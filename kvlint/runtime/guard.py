@@ -30,7 +30,7 @@ from kvlint.catalog import load_catalog
 from kvlint.facts import load_facts
 from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
-from kvlint.runtime.errors import ContractError, ContractWarning, Finding
+from kvlint.runtime.errors import ContractError, ContractWarning, Violation
 from kvlint.runtime.registry import base_name as _base_name, contracts_for
 
 MODES = ("raise", "warn", "collect")
@@ -54,7 +54,7 @@ class GuardHandle:
         self.mode = mode
         self.checks = checks
         self.full = checks == "full"
-        self.findings: List[Finding] = []
+        self.findings: List[Violation] = []
         self.active = False
         self.guarded = 0
         self.reason = ""
@@ -76,7 +76,7 @@ class GuardHandle:
 class _Spec:
     """What the wrapper needs per operator overload, computed once at patch time."""
 
-    __slots__ = ("op", "name", "positional", "defaults", "contracts")
+    __slots__ = ("op", "name", "positional", "defaults", "contracts", "names")
 
     def __init__(self, op, contracts):
         self.op = op
@@ -84,6 +84,38 @@ class _Spec:
         self.positional = tuple(p.name for p in op.params if p.kind == "positional")
         self.defaults = {p.name: p.default for p in op.params if not p.required}
         self.contracts = tuple(contracts)
+        self.names = frozenset(p.name for p in op.params)
+
+
+def _keyword_finding(spec: _Spec, kwargs, exc: Optional[Exception]) -> Optional[Violation]:
+    """The dispatcher rejected the call: if a keyword is not in the schema (a v1/v2 keyword in
+    the other version, often through **kwargs), name the keyword meant instead of the schema dump.
+    Runs only after the operator failed (no cost on the happy path)."""
+    unknown = [k for k in kwargs if k not in spec.names]
+    if not unknown:
+        return None
+    import difflib
+
+    facts = load_facts()
+    versions, wrong = facts.versions, unknown[0]
+    other = versions.other(spec.name)
+    renames = versions.v2_to_v1 if spec.name == versions.v1 else versions.v1_to_v2 if other else {}
+    hint = facts.keyword_hints.get(spec.name, {}).get(wrong)
+    first_line = str(exc).strip().splitlines() if exc is not None else [
+        f"Unknown keyword argument {wrong!r} for operator '{spec.op.namespace}::{spec.op.name}'"]
+    dispatcher = next((line for line in first_line if "keyword" in line.lower()), first_line[0] if first_line else "")
+    dispatcher = dispatcher.split(" Schema:")[0]  # the schema dump stays out of the message
+    if wrong in renames:
+        code, right, given = "KV101", renames[wrong], f"{wrong!r}, a keyword of {other}"
+    elif hint is not None:
+        code, right, given = "KV102", hint.use, f"{wrong!r} (not a keyword of {spec.name})"
+    else:
+        close = difflib.get_close_matches(wrong, sorted(spec.names), n=1)
+        code, right, given = "KV102", close[0] if close else None, f"{wrong!r} (not a keyword of {spec.name})"
+    expected = f"{right!r}" if right else f"one of {spec.name}'s keywords"
+    frame = callsite.user_frame(3)
+    return Violation(code, spec.name, wrong, expected, given,
+                   f"the dispatcher rejects the call ({dispatcher.strip()})", callsite.describe(frame))
 
 
 def _import_operator_packages() -> None:
@@ -216,8 +248,26 @@ class _Guarded:
                 call.tracing = traced
                 run_contracts(spec.contracts, call)
                 if call.findings:
+                    if kwargs:  # an unknown keyword explains the rest (v2's num_heads leaves num_query_heads at 1)
+                        finding = _keyword_finding(spec, kwargs, None)
+                        if finding is not None:
+                            call.findings.insert(0, finding)
                     _report(handle, call)
-        return self.__kvlint_original__(*args, **kwargs)
+        try:
+            return self.__kvlint_original__(*args, **kwargs)
+        except (RuntimeError, TypeError) as exc:
+            if not kwargs or handle is None:
+                raise
+            finding = _keyword_finding(self._spec, kwargs, exc)
+            if finding is None:
+                raise
+            if handle.mode == "raise":
+                raise ContractError(finding) from None  # instead of the dispatcher's schema dump
+            if handle.mode == "collect":
+                handle.findings.append(finding)
+            else:
+                warnings.warn(ContractWarning(finding.message), stacklevel=2)
+            raise
 
 
 def _install() -> int:

@@ -1,0 +1,141 @@
+"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional, Set
+
+from kvlint.analysis.resolve import OperatorCall
+from kvlint.analysis.values import UNKNOWN, KeywordArg
+from kvlint.checks.base import FileContext
+from kvlint.helpers.roles import positional_value
+from kvlint.facts import load_facts
+
+FACTS = load_facts()
+# A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
+# diffusion models): ignoring it changes nothing.
+UNBOUNDED_TOKENS = FACTS.fa.sparse.unbounded_tokens
+
+
+@dataclass
+class SparseView:
+    modes: Set[object]  # literal candidates; UNKNOWN when any candidate is not a literal
+    mode_node: Optional[ast.AST]  # the keyword node, if passed
+    mask_passed: bool
+    mask_all_none: bool  # no mask, or every candidate is literal None
+    complete: bool  # all keywords known
+
+    @property
+    def modes_known(self) -> bool:
+        return UNKNOWN not in self.modes
+
+    @property
+    def no_mask(self) -> bool:
+        return not self.mask_passed or self.mask_all_none
+
+
+def _role_args(oc: OperatorCall, ctx: FileContext, role: str) -> List[KeywordArg]:
+    """What the call passes for `role`: its keyword(s) (incl. `**dict` keys), else the
+    positional argument at the schema's position for it (npu_fusion_attention's mask is
+    argument 7), as a KeywordArg whose node is the argument itself."""
+    keyword = FACTS.keyword(oc.name, role)
+    if keyword is None:
+        return []
+    kws = ctx.args(oc.call).keywords.get(keyword, [])
+    if kws:
+        return kws
+    value = positional_value(oc, ctx, keyword)
+    return [KeywordArg(keyword, value, value)] if value is not None else []
+
+
+def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
+    args = ctx.args(oc.call)
+    modes: Set[object] = set()
+    mode_node = None
+    kws = _role_args(oc, ctx, "sparse_mode")
+    if kws:
+        mode_node = kws[0].node
+        for kw in kws:
+            modes.update(ctx.values.literal_values(kw.value, oc.call))
+        if any(kw.conditional for kw in kws):
+            modes.add(FACTS.fa.sparse.default_mask)
+    else:
+        modes.add(FACTS.fa.sparse.default_mask)
+    mask_kws = _role_args(oc, ctx, "mask")
+    mask_values: List[object] = []
+    for kw in mask_kws:
+        mask_values.extend(ctx.values.literal_values(kw.value, oc.call))
+    mask_all_none = bool(mask_kws) and all(v is None for v in mask_values) and \
+        not any(kw.conditional for kw in mask_kws)
+    return SparseView(modes, mode_node, bool(mask_kws), mask_all_none, args.complete)
+
+
+def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
+    """(where it is written, literal candidates) of the `pre_tokens` / `next_tokens` role
+    (`pre_tockens` / `next_tockens` for npu_fusion_attention), or None if not passed."""
+    kws = _role_args(oc, ctx, role)
+    if not kws:
+        return None
+    values = []
+    for kw in kws:
+        values.extend(ctx.values.literal_values(kw.value, oc.call))
+    return kws[0].node, values
+
+
+def bounded(values) -> bool:
+    """Some candidate is a real window (not literal and huge)."""
+    return any(not (isinstance(v, int) and v >= UNBOUNDED_TOKENS) for v in values)
+
+
+@dataclass
+class BranchView:
+    """One feasible combination of sparse_mode, mask and window values (kvlint/analysis/
+    branches.py): literals (UNKNOWN where not one; absent roles are their defaults)."""
+    mode: object
+    mask_none: bool  # the mask is absent or literal None on this combination
+    pre: object
+    next: object
+    mode_value: Optional[ast.expr]
+    phase: Optional[str]  # what the combination's branch conditions say of the phase
+    pre_value: Optional[ast.expr] = None  # the pre_tokens leaf of this combination
+
+
+ABSENT = object()
+
+
+def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView]]:
+    """The feasible combinations of sparse_mode / mask / pre_tokens / next_tokens at the call
+    (None when a role comes from more than one keyword, e.g. a conditional dict entry, or
+    there are too many)."""
+    from kvlint.analysis.branches import arm_tests, combinations
+
+    exprs = {}
+    for role in ("sparse_mode", "mask", "pre_tokens", "next_tokens"):
+        kws = _role_args(oc, ctx, role)
+        if len(kws) > 1 or any(k.conditional for k in kws):
+            return None
+        exprs[role] = kws[0].value if kws else None
+    combos = combinations(ctx.values, oc.call, exprs)
+    if combos is None:
+        return None
+    tests = arm_tests(ctx.values, oc.call)
+    views = []
+    for combo, arms in combos:
+        phases = {ctx.context.arm_phase(tests[k], side == "body") for k, side in arms if k in tests}
+        phases.discard(None)
+
+        def lit(role, default):
+            v = combo[role]
+            if v is None:
+                return default
+            values = set(map(repr, ctx.values.literal_values(v, v)))  # a module constant too
+            return ctx.values.literal_values(v, v)[0] if len(values) == 1 else UNKNOWN
+
+        mask = combo["mask"]
+        views.append(BranchView(
+            lit("sparse_mode", FACTS.fa.sparse.default_mask),
+            mask is None or (ctx.values.literal(mask) is None and isinstance(mask, ast.Constant)),
+            lit("pre_tokens", ABSENT), lit("next_tokens", ABSENT), combo["sparse_mode"],
+            phases.pop() if len(phases) == 1 else None, combo["pre_tokens"]))
+    return views
+
