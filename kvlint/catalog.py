@@ -53,6 +53,12 @@ class Operator:
     schema: str
     source: str
 
+    @property
+    def qualified(self) -> str:
+        """`namespace::name[.overload]`, as torch.library names the operator."""
+        suffix = f".{self.overload}" if self.overload else ""
+        return f"{self.namespace}::{self.name}{suffix}"
+
     def param(self, name: str) -> Optional[Param]:
         for p in self.params:
             if p.name == name:
@@ -113,6 +119,8 @@ class Catalog:
         self.root = root or data_dir()
         raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
+        # the torch_npu wheel the schemas came from (torch_npu-2.14.0-cp311-...)
+        self.generated_from: str = raw.get("generated_from", "")
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
         self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}
