@@ -38,8 +38,9 @@ def default_jobs() -> int:
 
 
 def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
-                cache: Optional[Cache] = None) -> List[FileResult]:
-    """One FileResult per path, in the order of `paths`."""
+                cache: Optional[Cache] = None, roots: Sequence[str] = ()) -> List[FileResult]:
+    """One FileResult per path, in the order of `paths`. `roots`: the folders and files given
+    on the command line (import roots of the checked project)."""
     results: List[Optional[FileResult]] = [None] * len(paths)
     todo: List[int] = []
     for i, path in enumerate(paths):
@@ -53,6 +54,7 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
+        _checker(settings).project.add_roots(roots)  # before the fork: workers inherit it
         outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
             ((i, check_one(_checker(settings), path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:

@@ -38,6 +38,7 @@ class LengthsRederivedPerLayer(Rule):
         return ((layer_loop_pattern(settings.names),), (kv_length_write_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
+        kv401 = KvLenMutatedInLayer()  # (lost in a merge on main: restored, no logic change)
         for stmt in ctx.index.assigns:
             if stmt.value is None:
                 continue

@@ -67,7 +67,8 @@ def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileRe
     use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
     directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
     cache = open_cache(directory, settings) if use_cache else None
-    results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache)
+    results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache,
+                          roots=getattr(args, "paths", None) or ())
     if cache is not None:
         problem = cache.save()
         if problem:
