@@ -19,6 +19,7 @@ FA_OPS = FACTS.family("fa_layout")
 DATA = FACTS.fa
 LAYOUT_RANK = DATA.layout_rank
 LAYOUT_BASE = {layout: layout.split("_")[0] for layout in LAYOUT_RANK}
+LAYOUT_BASE["SBH"] = "SBH"
 HEAD_AXIS = DATA.head_axis
 QUERY_DTYPES = _dtypes(DATA.query_dtypes)
 KV_DTYPES = _dtypes(DATA.kv_dtypes)
@@ -36,6 +37,7 @@ MLA_DTYPES = frozenset((torch.float16, torch.bfloat16))
 BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
+OP_LAYOUT_RANK = {"npu_fusion_attention": dict(CONTRACTS["fusion"]["layouts"])}
 NZ_BYTES = CONTRACTS["nz_bytes"]
 SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
 SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
@@ -77,9 +79,10 @@ def fa_view(call: Call) -> None:
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         return  # tensor lists / odd inputs: the dispatcher reports those itself
     layout = args.get(roles.layout, "BSH")
-    rank = LAYOUT_RANK.get(layout)
+    ranks = OP_LAYOUT_RANK.get(call.name, LAYOUT_RANK)
+    rank = ranks.get(layout)
     if rank is None:
-        call.fail("KV110", roles.layout, f"one of {', '.join(LAYOUT_RANK)}", repr(layout),
+        call.fail("KV110", roles.layout, f"one of {', '.join(ranks)}", repr(layout),
                   "the operator rejects the call")
         return
     view = FaView()
@@ -110,8 +113,8 @@ def fa_view(call: Call) -> None:
     qs = q.shape
     axis = HEAD_AXIS.get(base)
     view.q_heads = qs[axis] if axis is not None else None
-    if base == "BSH":
-        view.batch, view.q_seq = qs[0], qs[1]
+    if base == "BSH" or base == "SBH":
+        view.batch, view.q_seq = (qs[0], qs[1]) if base == "BSH" else (qs[1], qs[0])
         view.head_dim = qs[2] // n if n > 0 and qs[2] % n == 0 else None
     elif base == "BSND":
         view.batch, view.q_seq, view.head_dim = qs[0], qs[1], qs[3]
@@ -133,7 +136,7 @@ def fa_view(call: Call) -> None:
     call.view = view
 
 
-_KV_SEQ_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2, "NSD": 1}
+_KV_SEQ_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2, "NSD": 1, "SBH": 0}
 
 
 def kv_seq(view: FaView) -> Optional[int]:
@@ -201,9 +204,22 @@ def heads(call: Call) -> None:
                       str(n), "the operator splits the query into the wrong heads")
         return
     base = view.base
-    if base == "BSH" and view.q.shape[2] % n:
+    hidden = base == "BSH" or base == "SBH"  # heads folded into H
+    if hidden and view.q.shape[2] % n:
         call.fail("KV111", name, f"a divisor of the query's hidden size {int(view.q.shape[2])}", str(n),
                   "the operator cannot split H into heads")
+        return
+    k = view.k
+    if roles.kv_heads is None and not view.paged:  # npu_fusion_attention: N2 from the key's shape
+        d = view.head_dim
+        if hidden and d and k.shape[2] % d:
+            call.fail("KV112", "key", f"a hidden size that is a multiple of the query's head dim {d}",
+                      str(k.shape[2]), "the key cannot be split into heads")
+            return
+        kv = k.shape[2] // d if hidden and d else (k.shape[HEAD_AXIS[base]] if base in HEAD_AXIS else n)
+        if kv <= 0 or n % kv:
+            call.fail("KV112", "key", f"a head count dividing {name}={n}", f"{kv} heads in {shape_of(k)}",
+                      "grouped-query attention maps query heads to the wrong KV heads")
         return
     kv = view.kv_heads or n
     # G <= 64 without rope (IFA tiling_check.cpp CheckInputQKVTypeMatch), up to 128 in MLA
@@ -212,11 +228,10 @@ def heads(call: Call) -> None:
         call.fail("KV112", roles.kv_heads_arg, f"a divisor of {name}={n} with {name}/kv_heads <= {group}", str(kv),
                   "grouped-query attention maps query heads to the wrong KV heads")
         return
-    k = view.k
     if view.paged:
         _paged_heads(call, view, kv)
         return
-    if base == "BSH":
+    if hidden:
         if view.head_dim and int(k.shape[2]) != kv * view.head_dim:
             call.fail("KV112", roles.kv_heads_arg,
                       f"key hidden size / head dim = {int(k.shape[2]) / view.head_dim:g}", str(kv),
@@ -262,11 +277,12 @@ def key_value_shapes(call: Call) -> None:
             call.fail("KV113", "key", f"head dim {d} like the query", f"{dk} in {shape_of(k)}",
                       "Q.K^T is undefined")
         return
-    if view.base != "BSH" and d and ks[-1] != d:
+    if view.base != "BSH" and view.base != "SBH" and d and ks[-1] != d:
         call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
         return
-    if view.base in _BATCH_FIRST and ks[0] != q.shape[0]:
-        call.fail("KV113", "key", f"batch {q.shape[0]} like the query", str(ks[0]),
+    if view.base in _BATCH_FIRST and ks[0] != q.shape[0] or view.base == "SBH" and ks[1] != q.shape[1]:
+        b = 1 if view.base == "SBH" else 0
+        call.fail("KV113", "key", f"batch {q.shape[b]} like the query", str(ks[b]),
                   "requests attend to other requests' keys")
 
 
@@ -458,6 +474,52 @@ def _mla_features(call: Call, view: FaView) -> None:
                 call.fail("KV315", roles.q_lens, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
                           "in MLA with input_layout TND", f"{per_request} per request",
                           "the operator rejects the call (CheckFeatureActualSeqLensQData)")
+
+
+# ------------------------------------------------------------------------------ quantization
+QUANT = CONTRACTS["quant"]
+_RENAMES = FACTS.versions.v1_to_v2
+
+
+def _quant_names(name: str, keywords) -> tuple:
+    """The v1 keywords in `keywords`, spelled for operator `name` (v2 through the renames)."""
+    v2 = name == FACTS.versions.v2
+    return tuple(_RENAMES.get(k, k) if v2 else k for k in keywords)
+
+
+_QUANT_MODES = {name: tuple(zip(_quant_names(name, ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")),
+                                (QUANT["antiquant_mode"], QUANT["key_antiquant_mode"], QUANT["value_antiquant_mode"])))
+                for name in FACTS.family("fa")}
+_MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in FACTS.family("fa")}
+_MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
+
+
+@contract(*FACTS.family("fa"))
+def quantization(call: Call) -> None:
+    """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
+    MLA without quantization given no quant parameter (tiling_check_existence.cpp
+    CheckParaExistenceMlaNoquant)."""
+    args = call.args
+    for arg, allowed in _QUANT_MODES[call.name]:
+        mode = args.get(arg)
+        if mode is not None and mode not in allowed:
+            call.fail("KV518", arg, f"one of {list(allowed)}", str(mode), "the operator rejects the call (561002)")
+            return
+    view = call.view
+    if view is None or view.query_rope is None or view.key_rope is None or view.head_dim != MLA["head_dim"]:
+        return
+    if view.q.dtype != view.k.dtype or view.q.dtype not in MLA_DTYPES:
+        return  # quantized MLA
+    for arg in _MLA_ABSENT[call.name]:
+        if args.get(arg) is not None:
+            call.fail("KV518", arg, "None in MLA without quantization (fp16/bf16 query and cache)", "a tensor",
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
+    for arg in _MLA_DEFAULT_MODES[call.name]:
+        if args.get(arg, 0):
+            call.fail("KV518", arg, "0 (the default) in MLA without quantization", str(args.get(arg)),
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
 
 
 # ------------------------------------------------------------------------------ mask
