@@ -9,6 +9,8 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.kv401_kv_len_mutated_in_layer import KvLenMutatedInLayer, per_call_object, reports_store, terminal_name
 
+kv401 = KvLenMutatedInLayer()  # its CONSTRUCTED_OBJECT test, shared
+
 # DERIVATION: arithmetic, or a call that builds a new length/slot tensor.
 DERIVING_CALLS = frozenset({
     "cumsum", "arange", "tensor", "as_tensor", "cat", "stack", "repeat_interleave", "add", "sub",
