@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import FunctionNode, ModuleIndex
 from kvlint.catalog import Catalog, Operator
 from kvlint.facts import load_facts
 

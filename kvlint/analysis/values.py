@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import FunctionNode, ModuleIndex
 
 UNKNOWN = object()
 MAX_DEPTH = 6

@@ -4,7 +4,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts

@@ -1,9 +1,9 @@
 """KV201: a sparse_mode that needs a mask, with no atten_mask (docs: rules/codes/KV201.toml)."""
 import ast
 
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.roles import role_values, spelling
 from kvlint.helpers.sparse import sparse_view
 from kvlint.helpers.windows import mentioned

@@ -3,11 +3,11 @@
 import ast
 
 from kvlint.analysis.context import layer_loop_pattern
-from kvlint.helpers.lengths import kv_length_write_pattern
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.checks.kv401_kv_len_mutated_in_layer import KvLenMutatedInLayer, reports_store, terminal_name
+from kvlint.helpers.lengths import kv_length_write_pattern
 
 # DERIVATION: arithmetic, or a call that builds a new length/slot tensor.
 DERIVING_CALLS = frozenset({

@@ -8,8 +8,8 @@ from typing import List, Optional, Set
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
-from kvlint.helpers.roles import positional_value
 from kvlint.facts import load_facts
+from kvlint.helpers.roles import positional_value
 
 FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
