@@ -76,6 +76,14 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "serving engine (the .py files)"),
     Snapshot("Ascend", "MindSpeed", "028de58ca629d035185b00ff7d1eb7eff4f7fd48",
              "training: context parallel, fused attention"),
+    Snapshot("Ascend", "MindSpeed-LLM", "c77308a14bfcb1aa7ca61da9c1aa24a893cb1b91",
+             "LLM training: FSDP2 models, ulysses/ring context parallel"),
+    Snapshot("Ascend", "MindSpeed-MM", "57069cd55a8ab16d5affe379a2e2c5f0a4d962b9",
+             "multimodal and diffusion training/inference (the .py files)"),
+    Snapshot("DeepLink-org", "dlinfer", "a50184e3734e5799bd4cec484d3a2ac46a36ae86",
+             "LMDeploy's Ascend vendor ops"),
+    Snapshot("PKU-YuanGroup", "Open-Sora-Plan", "f7fa604f4e3a523d6b973e4c89a5620ed1aff65a",
+             "video diffusion with an NPU attention path (the .py files)"),
 )
 
 
@@ -89,6 +97,7 @@ class Found:
     severity: str
     message: str
     text: str  # the stripped source line
+    branch: str = ""  # the rule's heuristic branch, when kvlint names one
 
 
 @dataclass
@@ -133,14 +142,20 @@ def run_kvlint(root: Path, folders: Sequence[str], python: str = sys.executable)
     if proc.returncode not in (0, 1):
         sys.exit(f"ecosystem: kvlint failed ({proc.returncode}):\n{proc.stderr}")
     data = json.loads(proc.stdout)
-    found = []
+    found, unread = [], []
     for f in data["findings"]:
         if f["code"] == "KV000":  # unreadable / unparsable file: not a finding on the code
+            unread.append(f["path"])
             continue
         path = f["path"].replace(os.sep, "/")
         found.append(Found(path, f["line"], f["column"], f["code"], f["severity"], f["message"],
-                           source_line(root, path, f["line"])))
+                           source_line(root, path, f["line"]), f.get("branch", "")))
     found.sort(key=lambda f: (f.path, f.line, f.column, f.code))
+    if unread or data.get("errors"):
+        print(f"note: {len(unread)} file(s) kvlint could not read or parse (KV000), "
+              f"{len(data.get('errors', []))} internal error(s)", file=sys.stderr)
+        for e in data.get("errors", [])[:20]:
+            print(f"  error: {e}", file=sys.stderr)
     return found
 
 
@@ -208,15 +223,14 @@ class RuleCount:
 
 
 def per_rule(cmp: Comparison) -> List[RuleCount]:
+    """One row per rule, then one per named heuristic branch of it (`KV150/PER_CALL_SCALE`)."""
     rules: Dict[str, RuleCount] = {}
-    for f, e in cmp.matched:
-        r = rules.setdefault(f.code, RuleCount(f.code))
-        r.counts[e.verdict] += 1
-        r.severities[f.severity] += 1
-    for f in cmp.new:
-        r = rules.setdefault(f.code, RuleCount(f.code))
-        r.counts[UNTRIAGED] += 1
-        r.severities[f.severity] += 1
+    items = [(f, e.verdict) for f, e in cmp.matched] + [(f, UNTRIAGED) for f in cmp.new]
+    for f, verdict in items:
+        for key in (f.code, f"{f.code}/{f.branch}") if f.branch else (f.code,):
+            r = rules.setdefault(key, RuleCount(key))
+            r.counts[verdict] += 1
+            r.severities[f.severity] += 1
     return [rules[c] for c in sorted(rules)]
 
 
@@ -229,7 +243,8 @@ def precision_table(rules: Sequence[RuleCount], preview: Dict[str, bool]) -> Lis
             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     total = RuleCount("all")
     for r in rules:
-        total.counts.update(r.counts)
+        if "/" not in r.code:  # a branch row is part of its rule's row
+            total.counts.update(r.counts)
         status = "preview" if preview.get(r.code) else "stable"
         rows.append(f"| {r.code} | {status} | {r.findings} | {r.counts['TRUE']} | {r.counts['JUSTIFIED']} | "
                     f"{r.counts['FALSE']} | {r.counts[UNTRIAGED]} | {percent(r.precision)} |")
@@ -239,12 +254,16 @@ def precision_table(rules: Sequence[RuleCount], preview: Dict[str, bool]) -> Lis
 
 
 def rule_status() -> Dict[str, bool]:
-    """code -> preview? from the catalog of this checkout (False for every rule before the
-    catalog knew `preview`)."""
+    """code (and code/branch) -> preview? from the catalog of this checkout."""
     sys.path.insert(0, str(REPO))
     from kvlint.catalog import load_catalog
 
-    return {code: bool(getattr(info, "preview", False)) for code, info in load_catalog().rules.items()}
+    status = {}
+    for code, info in load_catalog().rules.items():
+        status[code] = bool(getattr(info, "preview", False))
+        for name, branch in getattr(info, "branches", {}).items():
+            status[f"{code}/{name}"] = status[code] or branch.preview
+    return status
 
 
 def false_errors(cmp: Comparison) -> List[Tuple[Found, Entry]]:

@@ -78,16 +78,17 @@ def _finding_to_json(f: Finding) -> list:
     if f.fix is not None:
         fix = [f.fix.description, f.fix.safe, [[*e.start, *e.end, e.text] for e in f.fix.edits]]
     return [f.line, f.column, f.end_line, f.end_column, f.code, f.message, f.severity, fix,
-            list(f.noqa_lines), f.source_line]
+            list(f.noqa_lines), f.source_line, f.branch]
 
 
 def _finding_from_json(path: str, item: list) -> Finding:
-    line, column, end_line, end_column, code, message, severity, fix, noqa, source_line = item
+    line, column, end_line, end_column, code, message, severity, fix, noqa, source_line = item[:10]
+    branch = item[10] if len(item) > 10 else ""
     if fix is not None:
         description, safe, edits = fix
         fix = Fix(description, tuple(Edit((e[0], e[1]), (e[2], e[3]), e[4]) for e in edits), safe)
     return Finding(path, line, column, end_line, end_column, code, message, severity, fix,
-                   tuple(noqa), source_line)
+                   tuple(noqa), source_line, branch)
 
 
 class Cache:

@@ -54,3 +54,14 @@ def test_committed_triage_is_complete():
     entries = eco.load_triage()
     assert entries and all(e.verdict in eco.VERDICTS and e.reason for e in entries)
     assert all(e.path.split("/")[0] in {s.folder for s in eco.SNAPSHOTS} for e in entries)
+
+
+def test_branch_rows_are_counted_in_their_rule_once():
+    f1, f2 = found(1, "a"), found(2, "b")
+    f2.branch = "PER_CALL_SCALE"
+    cmp = eco.compare([f1, f2], [entry(1, "a", "TRUE"), entry(2, "b", "FALSE")])
+    rows = {r.code: r for r in eco.per_rule(cmp)}
+    assert set(rows) == {"KV150", "KV150/PER_CALL_SCALE"}
+    assert rows["KV150"].findings == 2 and rows["KV150/PER_CALL_SCALE"].counts["FALSE"] == 1
+    table = eco.precision_table(list(rows.values()), {})
+    assert table[-1].startswith("| all | | 2 |")

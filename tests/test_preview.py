@@ -72,7 +72,9 @@ def test_preview_config_key_and_flag(tmp_path, capsys):
         assert (39 in lines) is present
     cfg.write_text("[tool.kvlint]\npreview = true\n")
     main(["check", "--no-cache", "--format", "json", "--select", "KV150", str(target)])
-    assert 39 in {f["line"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    findings = {f["line"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert findings[39]["branch"] == "PER_CALL_MASK" and findings[36]["branch"] == "PER_CALL_SCALE"
+    assert "branch" not in findings[7]  # the rule's own finding names no branch
 
 
 def test_kvlint_rule_says_stable_or_preview(capsys):

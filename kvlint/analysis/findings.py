@@ -35,6 +35,7 @@ class Finding:
     fix: Optional[Fix] = None
     noqa_lines: Tuple[int, ...] = ()  # lines whose `# noqa` suppresses this finding
     source_line: str = ""
+    branch: str = ""  # the rule's heuristic branch that found it (`[branches.NAME]`), "" = the rule
 
     @property
     def fixable(self) -> bool:

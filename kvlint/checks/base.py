@@ -55,7 +55,7 @@ class FileContext:
             default = info.branches[branch].severity
         severity = self.settings.severity.get(code, default)
         return Finding(self.source.path, line, col + 1, end_line, end_col + 1, code, message,
-                       severity, fix, noqa, self.source.line(line))
+                       severity, fix, noqa, self.source.line(line), branch or "")
 
     def branch_on(self, code: str, branch: str) -> bool:
         """Whether heuristic branch `branch` of rule `code` runs: a preview branch only with

@@ -249,3 +249,8 @@ def reports_store(target: ast.expr, stmt: ast.AST, ctx: FileContext) -> bool:
 
 
 _KV401 = KvLenMutatedInLayer()
+
+
+def per_call_object(target: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """CONSTRUCTED_OBJECT: the written object was built by this function (KV402 asks too)."""
+    return _KV401._per_call_object(target, at, ctx)

@@ -6,7 +6,12 @@ from kvlint.analysis.context import layer_loop_pattern
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.kv401_kv_len_mutated_in_layer import KvLenMutatedInLayer, reports_store, terminal_name
+from kvlint.checks.kv401_kv_len_mutated_in_layer import (
+    KvLenMutatedInLayer,
+    per_call_object,
+    reports_store,
+    terminal_name,
+)
 from kvlint.helpers.lengths import kv_length_write_pattern
 
 # DERIVATION: arithmetic, or a call that builds a new length/slot tensor.
@@ -52,6 +57,8 @@ class LengthsRederivedPerLayer(Rule):
                     continue
                 if reports_store(target, stmt, ctx):
                     continue  # KV401 reports this store (an increment or a foreign write)
+                if per_call_object(target, stmt, ctx):
+                    continue  # CONSTRUCTED_OBJECT: an object this iteration built holds its own lengths
                 shown = dotted_name(target) or name
                 yield ctx.finding(self.code, target,
                                   f"`{shown}` is re-derived inside the per-layer loop (line "

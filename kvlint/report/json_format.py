@@ -4,7 +4,7 @@ Each finding: path, line, column, end_line, end_column (1-based), code, severity
 fixable, `help` (the remedy, or null), `url` (the rule's documentation page) and `fix`:
 null, or ruff's shape `{"applicability": "safe"|"unsafe", "message": ..., "edits": [{"content",
 "location": {"row", "column"}, "end_location": {"row", "column"}}]}` with 1-based columns,
-the end exclusive."""
+the end exclusive. A finding of a named heuristic branch of its rule also has `branch`."""
 import json
 
 from kvlint import __version__
@@ -21,10 +21,13 @@ def fix_json(f: Finding):
 
 
 def finding_json(f: Finding) -> dict:
-    return {"path": f.path, "line": f.line, "column": f.column, "end_line": f.end_line,
-            "end_column": f.end_column, "code": f.code, "severity": f.severity,
-            "message": f.message, "fixable": f.fixable, "help": split_help(f)[1],
-            "url": rule_url(f.code), "fix": fix_json(f)}
+    out = {"path": f.path, "line": f.line, "column": f.column, "end_line": f.end_line,
+           "end_column": f.end_column, "code": f.code, "severity": f.severity,
+           "message": f.message, "fixable": f.fixable, "help": split_help(f)[1],
+           "url": rule_url(f.code), "fix": fix_json(f)}
+    if f.branch:
+        out["branch"] = f.branch  # the rule's heuristic branch (`kvlint rule CODE` lists them)
+    return out
 
 
 def render(report: Report) -> str:
