@@ -4,11 +4,11 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.keywords import misnamed
 from kvlint.facts import load_facts
+from kvlint.helpers.keywords import misnamed
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
 MASK_PARAMS = ("attention_mask", "attn_mask", "atten_mask")

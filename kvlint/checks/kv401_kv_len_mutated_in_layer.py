@@ -6,10 +6,10 @@ import re
 from typing import Optional
 
 from kvlint.analysis.context import layer_class_pattern, layer_loop_pattern
-from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_write_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
+from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_write_pattern
 
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",

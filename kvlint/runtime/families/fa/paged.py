@@ -8,10 +8,10 @@ from itertools import chain
 
 import torch
 
+from kvlint.facts import load_facts
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
 from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
 from kvlint.runtime.registry import contract
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 PAGED_FA_OPS = FACTS.family("paged_readers")
