@@ -142,14 +142,20 @@ def run_kvlint(root: Path, folders: Sequence[str], python: str = sys.executable)
     if proc.returncode not in (0, 1):
         sys.exit(f"ecosystem: kvlint failed ({proc.returncode}):\n{proc.stderr}")
     data = json.loads(proc.stdout)
-    found = []
+    found, unread = [], []
     for f in data["findings"]:
         if f["code"] == "KV000":  # unreadable / unparsable file: not a finding on the code
+            unread.append(f["path"])
             continue
         path = f["path"].replace(os.sep, "/")
         found.append(Found(path, f["line"], f["column"], f["code"], f["severity"], f["message"],
                            source_line(root, path, f["line"]), f.get("branch", "")))
     found.sort(key=lambda f: (f.path, f.line, f.column, f.code))
+    if unread or data.get("errors"):
+        print(f"note: {len(unread)} file(s) kvlint could not read or parse (KV000), "
+              f"{len(data.get('errors', []))} internal error(s)", file=sys.stderr)
+        for e in data.get("errors", [])[:20]:
+            print(f"  error: {e}", file=sys.stderr)
     return found
 
 

@@ -1,8 +1,8 @@
 """Per-call overhead of kvlint's runtime guard (a script, not a test).
 
-    PYTHONPATH=fixtures:. python benchmarks/runtime_overhead.py [--rounds N] [--number N]
+    python benchmarks/runtime_overhead.py [--rounds N] [--number N]
 
-Times each operator on tiny CPU tensors through the stand-in torch_npu: unguarded, under
+Times each operator on tiny CPU tensors through kvlint.emulate's torch_npu: unguarded, under
 `kvlint.patch(checks="meta")` and under `checks="full"`, and, for comparison, under a no-op
 `torch.overrides.TorchFunctionMode` (the other mechanism considered). Cases: FA v1 (paged
 decode, the guard's most expensive path), FA's `_get_max_workspace` twin (same arguments and
@@ -25,11 +25,14 @@ import timeit
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "fixtures"), str(ROOT)]
+sys.path[:0] = [str(ROOT)]
 
 import torch  # noqa: E402
 
 import kvlint  # noqa: E402
+import kvlint.emulate  # noqa: E402
+
+kvlint.emulate.install(force=True)
 import torch_npu  # noqa: E402
 
 torch.set_num_threads(1)

@@ -54,12 +54,11 @@ class Checker:
         return bool(info and info.preview)
 
     # -- entry points -------------------------------------------------------------------
-    def check_path(self, path: str, display: Optional[str] = None) -> FileResult:
-        shown = display or path
+    def check_path(self, path: str) -> FileResult:
         data = read_bytes(path)
         if isinstance(data, ReadFailure):
-            return self._failure(shown, data.reason)
-        return self.check_bytes(shown, data)
+            return self._failure(path, data.reason)
+        return self.check_bytes(path, data)
 
     def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes

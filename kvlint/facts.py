@@ -55,6 +55,9 @@ class OperatorFacts:
     # without a mask, sparse_mode and the token window do not take effect: full attention
     # (npu_fusion_attention) instead of an error for the modes that need one (FA, PFA)
     window_needs_mask: bool = False
+    # sparse modes accepted only with a TND (varlen) layout, and those TND does not accept
+    tnd_only_sparse_modes: Tuple[int, ...] = ()
+    not_tnd_sparse_modes: Tuple[int, ...] = ()
 
     def keyword(self, role: str) -> Optional[str]:
         return self.roles.get(role)
@@ -290,7 +293,9 @@ def _operators(raw: Mapping[str, Any]) -> Dict[str, OperatorFacts]:
         dtypes = spec.get("mask_dtypes")
         out[name] = OperatorFacts(name, MappingProxyType(roles), _ints(modes) if modes is not None else None,
                                   tuple(dtypes) if dtypes is not None else None,
-                                  bool(spec.get("window_needs_mask", False)))
+                                  bool(spec.get("window_needs_mask", False)),
+                                  _ints(spec.get("tnd_only_sparse_modes", ())),
+                                  _ints(spec.get("not_tnd_sparse_modes", ())))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Issue 5: the result cache: hits without reading, misses on any change of content, code or
+"""The result cache: hits without reading, misses on any change of content, code or
 settings, atomic and corruption-tolerant."""
 from __future__ import annotations
 

@@ -33,9 +33,7 @@ PRESERVING_METHODS = {
     "tril_", "triu_", "flip", "roll", "index_select", "requires_grad_", "share_memory_",
     "unsqueeze_", "squeeze_", "copy_", "zero_", "logical_not", "logical_not_",
 }
-FACTORIES_DEFAULT_FLOAT = {"ones", "zeros", "empty", "rand", "randn", "full"}
 FACTORIES_LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}
-SHAPE_PRESERVING_FUNCS = {"triu", "tril", "flip", "roll", "cat", "stack", "where", "narrow"}
 TORCH_HEADS = ("torch", "np", "numpy")
 
 

@@ -37,7 +37,6 @@ class OperatorCall:
     call: ast.Call
     operator: Operator
     variant: str  # "", "out", "default" or "workspace"
-    receiver: str  # how it was reached, for messages: "torch_npu", "self.fa_ops", ...
 
     @property
     def name(self) -> str:
@@ -66,11 +65,11 @@ class OperatorResolver:
             last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
         ) and last not in self.index.imports and not self._maybe_alias_name(func):
             return None
-        for qualified, receiver in self._qualified_candidates(func, call):
+        for qualified in self._qualified_candidates(func, call):
             hit = self._lookup(qualified)
             if hit is not None:
                 op, variant = hit
-                return OperatorCall(call, op, variant, receiver)
+                return OperatorCall(call, op, variant)
         return None
 
     # -- internals ----------------------------------------------------------------------
@@ -113,7 +112,7 @@ class OperatorResolver:
 
     def _qualified_candidates(self, func: ast.expr, call: ast.Call):
         for q in self._qualify(func, call, depth=0):
-            yield q, (dotted_name(func.value) if isinstance(func, ast.Attribute) else dotted_name(func)) or "?"
+            yield q
 
     def _qualify(self, expr: ast.expr, at: ast.AST, depth: int) -> List[str]:
         """All dotted qualified names `expr` may stand for."""

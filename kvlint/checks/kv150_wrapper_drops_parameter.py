@@ -7,6 +7,7 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.helpers.keywords import misnamed
 from kvlint.facts import load_facts
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
@@ -148,7 +149,9 @@ class WrapperDropsParameter(Rule):
         if concept == "mask":
             values = [k.value for k in args.all()]
         else:
-            values = args.values(FACTS.keyword(oc.name, "scale") or "scale") + args.values("scale")
+            keyword = FACTS.keyword(oc.name, "scale") or "scale"
+            values = args.values(keyword) + args.values("scale")
+            values += [kw.value for kw in misnamed(oc, ctx, keyword)]  # KV101's finding, not ours
         values = list(values) + list(args.positional)
         return any(bindings.depends(v, name) for v in values)
 

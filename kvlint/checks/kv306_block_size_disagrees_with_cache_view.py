@@ -14,8 +14,9 @@ PAGED_READERS = load_facts().family("paged_readers")
 
 RESHAPES = ("view", "reshape")
 KEEPING = ("contiguous", "clone", "detach", "npu")
-# A 3-D paged cache is (num_blocks, block_size, kv_heads * head_dim): the block is dim 1.
-BLOCK_DIM_3D = 1
+# A 3-D paged cache is (num_blocks, block_size, kv_heads * head_dim): the block axis per
+# cache rank is an operator fact (rules/facts/fa.toml paged_cache_block_axis).
+BLOCK_DIM_3D = load_facts().fa.paged_cache_block_axis[3]
 
 
 def cache_view(expr: ast.expr, ctx: FileContext, at: ast.AST) -> Iterator[ast.Call]:

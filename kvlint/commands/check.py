@@ -19,6 +19,7 @@ from kvlint.discovery import GitIgnore, discover
 from kvlint.report import Report, plural, summary_lines
 from kvlint.settings import Settings
 
+# kvlint's exit codes (README "Exit codes"), for every command
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab", "sarif", "junit")
 TEXT_FORMATS = ("text", "concise")  # the ones that print ruff's summary lines
@@ -61,7 +62,7 @@ def _globs(text: str) -> List[str]:
 
 def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
     from kvlint.cache import DEFAULT_DIR, open_cache
-    from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
+    from kvlint.runner import check_files  # scheduling, --jobs, cache
 
     use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
     directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR

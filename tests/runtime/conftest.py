@@ -1,4 +1,5 @@
-"""Runtime-guard tests run against the CPU stand-ins in fixtures/ (torch_npu, cann_ops_transformer)."""
+"""Runtime-guard tests run against kvlint.emulate's torch_npu and cann_ops_transformer (CPU
+reference kernels); fixtures/ holds the sample decoder."""
 import sys
 from pathlib import Path
 
@@ -10,6 +11,10 @@ for path in (ROOT / "fixtures", ROOT):
         sys.path.insert(0, str(path))
 
 torch = pytest.importorskip("torch")
+
+import kvlint.emulate  # noqa: E402
+
+kvlint.emulate.install(force=True)
 
 
 @pytest.fixture

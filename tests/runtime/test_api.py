@@ -62,7 +62,7 @@ def test_block_table_message_matches_the_documented_form():
 def test_warn_mode_warns_and_runs():
     q, k, v = qkv()
     with kvlint.patch(mode="warn"), pytest.warns(kvlint.ContractWarning, match="KV112"):
-        with pytest.raises(RuntimeError):  # the stand-in itself then fails on the bad head count
+        with pytest.raises(RuntimeError):  # the emulated operator then rejects the bad head count
             FA(q, k, v, **BAD)
 
 

@@ -15,7 +15,7 @@ def _run(fn):
     try:
         fn()
     except (RuntimeError, IndexError, ValueError):
-        pass  # collect mode lets a bad call through; the stand-in may then fail itself
+        pass  # collect mode lets a bad call through; the emulated operator may then reject it itself
 
 
 def scatter(slots, num_blocks=4):

@@ -114,7 +114,7 @@ def _quant_mode(call: Call, data):
 
 
 def kv_cache_col(d: int, mode: int, group: int, data) -> int:
-    """Seed 004: the bytes kv_compress_epilog writes per token for x of width d."""
+    """The bytes kv_compress_epilog writes per token for x of width d (the kernel's kvCacheCol)."""
     nope = d - data["rope_cols"]
     if mode == 2:
         concat = data["rope_cols"] + nope // 2 + (nope // group) * 2
