@@ -53,6 +53,12 @@ class Operator:
     schema: str
     source: str
 
+    @property
+    def qualified(self) -> str:
+        """`namespace::name[.overload]` (used by kvlint.emulate)."""
+        suffix = f".{self.overload}" if self.overload else ""
+        return f"{self.namespace}::{self.name}{suffix}"
+
     def param(self, name: str) -> Optional[Param]:
         for p in self.params:
             if p.name == name:
@@ -112,6 +118,7 @@ class Catalog:
     def __init__(self, root: Optional[Path] = None):
         self.root = root or data_dir()
         raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
+        self.generated_from: str = raw.get("generated_from", "")  # the wheel (kvlint.emulate reports it)
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
         self.facts: Facts = load_facts(self.root)
