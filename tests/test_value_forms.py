@@ -413,3 +413,15 @@ def test_or_reads_as_a_condition():
         mode = 4 if w else 0
         op(q, pre_tokens=w or 2147483647, sparse_mode=mode)
     """, 4, roles=("pre_tokens", "sparse_mode")) == [("Name", 4), (2147483647, 0)]
+
+
+def test_unpacking_that_feeds_itself_terminates():
+    ctx = context("""
+    def f(x, n):
+        for _ in range(n):
+            a, x = g(x)
+            b, c = x
+        op(x, sparse_mode=b)
+    """)
+    value = keyword(ctx, 6, "sparse_mode")
+    assert ctx.values.candidates(value, value)  # no RecursionError

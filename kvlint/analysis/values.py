@@ -94,6 +94,7 @@ class ValueTracer:
         self._defs: Optional[Dict[str, ast.AST]] = None
         self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
         self._synthetic_ids: set = set()
+        self._opaque_memo: Dict[int, bool] = {}
         self._getattr_nodes: Dict[int, ast.expr] = {}
         # candidates() is pure for a given index: memoised, else a chain of names bound to
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
@@ -345,6 +346,14 @@ class ValueTracer:
             return True
         if not isinstance(value, (ast.Subscript, Each)) or id(value) not in self._synthetic_ids:
             return False
+        hit = self._opaque_memo.get(id(value))
+        if hit is not None:
+            return hit
+        self._opaque_memo[id(value)] = False  # `a, b = f(a)`: asking again while answering ends here
+        hit = self._opaque_memo[id(value)] = self._opaque_uncached(value)
+        return hit
+
+    def _opaque_uncached(self, value: ast.expr) -> bool:
         if isinstance(value, ast.Subscript):  # a tuple element: opaque unless a tuple was found
             return self.candidates(value, value, follow_calls=True) == [value]
         base = value.value
