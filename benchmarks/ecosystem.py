@@ -84,6 +84,12 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "LMDeploy's Ascend vendor ops"),
     Snapshot("PKU-YuanGroup", "Open-Sora-Plan", "f7fa604f4e3a523d6b973e4c89a5620ed1aff65a",
              "video diffusion with an NPU attention path (the .py files)"),
+    Snapshot("hicann", "cann-recipes-embodied-intelligence", "aed7a4788dfe94f6b90084f16ce493f9969471b1",
+             "embodied-AI recipes: VLA, world models, 3-D vision (the .py files)"),
+    Snapshot("hicann", "cann-recipes-train", "93819a74531c19c5c6089a5a916519ae20cf28fb",
+             "training recipes (the .py files)"),
+    Snapshot("hicann", "cann-recipes-spatial-intelligence", "71eb882bf34b90b297834b82c3693eb021c454bb",
+             "spatial-intelligence recipes (the .py files)"),
 )
 
 
@@ -142,14 +148,20 @@ def run_kvlint(root: Path, folders: Sequence[str], python: str = sys.executable)
     if proc.returncode not in (0, 1):
         sys.exit(f"ecosystem: kvlint failed ({proc.returncode}):\n{proc.stderr}")
     data = json.loads(proc.stdout)
-    found = []
+    found, unread = [], []
     for f in data["findings"]:
         if f["code"] == "KV000":  # unreadable / unparsable file: not a finding on the code
+            unread.append(f["path"])
             continue
         path = f["path"].replace(os.sep, "/")
         found.append(Found(path, f["line"], f["column"], f["code"], f["severity"], f["message"],
                            source_line(root, path, f["line"]), f.get("branch", "")))
     found.sort(key=lambda f: (f.path, f.line, f.column, f.code))
+    if unread or data.get("errors"):
+        print(f"note: {len(unread)} file(s) kvlint could not read or parse (KV000), "
+              f"{len(data.get('errors', []))} internal error(s)", file=sys.stderr)
+        for e in data.get("errors", [])[:20]:
+            print(f"  error: {e}", file=sys.stderr)
     return found
 
 

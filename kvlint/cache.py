@@ -6,7 +6,10 @@ the current folder (or `--cache-dir`), mapping each checked file's absolute path
 - its stat key (size, mtime_ns, inode, ctime_ns): the fast path, no read at all;
 - the BLAKE2 hash of its bytes: a file whose stat changed but whose bytes did not (`touch`,
   a checkout) is read and hashed, not checked;
-- its findings and their fixes.
+- its findings and their fixes;
+- the other modules of the project those findings were computed from (a builder module, an
+  adapter's module), each with its stat key and content hash: when one of them changes, the
+  file is checked again, even though its own bytes did not change.
 
 The cache file's name hashes kvlint's version, its own source files, the rules/ data and the
 Python version (the `ast` differs between versions) with the settings, so a code, data or
@@ -27,14 +30,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from kvlint import __version__
 from kvlint.analysis.findings import Edit, FileResult, Finding, Fix
 from kvlint.settings import Settings
 
 DEFAULT_DIR = ".kvlint_cache"
-FORMAT = 1
+FORMAT = 2
 RACY_SECONDS = 2.0
 StatKey = Tuple[int, int, int, int]
 
@@ -125,6 +128,8 @@ class Cache:
         try:
             st = os.stat(path)
             stat, hashed, findings = entry[0], entry[1], entry[2]
+            if len(entry) > 3 and not self._dependencies_unchanged(entry[3]):
+                return None
             if stat is None or tuple(stat) != stat_key(st):
                 if not _is_regular(st) or (stat is not None and stat[0] != st.st_size):
                     return None  # a new size is new content: no need to hash
@@ -143,8 +148,37 @@ class Cache:
             return
         self._load()[os.path.abspath(path)] = [
             self._trusted_stat(st) if st is not None else None, hashed,
-            [_finding_to_json(f) for f in result.findings]]
+            [_finding_to_json(f) for f in result.findings],
+            [[dep, self._dependency_stat(dep), h] for dep, h in sorted(result.dependencies.items())]]
         self._dirty = True
+
+    # -- dependencies: the other modules a file's findings were computed from -----------------
+    def _dependency_stat(self, path: str) -> Optional[list]:
+        try:
+            return self._trusted_stat(os.stat(path))
+        except OSError:
+            return None
+
+    def _dependencies_unchanged(self, deps: list) -> bool:
+        """Every module the findings depended on still has the content they were computed
+        from (stat first; a changed stat is settled by the content hash)."""
+        for item in deps:
+            dep, stat, hashed = item
+            try:
+                st = os.stat(dep)
+            except OSError:
+                return False
+            if stat is not None and tuple(stat) == stat_key(st):
+                continue
+            try:
+                with open(dep, "rb") as fh:
+                    if digest(fh.read()) != hashed:
+                        return False
+            except OSError:
+                return False
+            item[1] = self._trusted_stat(st)
+            self._dirty = True
+        return True
 
     def _trusted_stat(self, st: os.stat_result) -> Optional[list]:
         if st.st_mtime_ns / 1e9 > self.started - RACY_SECONDS:

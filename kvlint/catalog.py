@@ -37,7 +37,6 @@ class Param:
     type: str
     kind: str  # "positional" or "keyword"
     default: Any = _MISSING
-    mutated: bool = False
 
     @property
     def required(self) -> bool:
@@ -56,6 +55,7 @@ class Operator:
 
     @property
     def qualified(self) -> str:
+        """`namespace::name[.overload]`, as torch.library names the operator."""
         suffix = f".{self.overload}" if self.overload else ""
         return f"{self.namespace}::{self.name}{suffix}"
 
@@ -118,7 +118,7 @@ class Catalog:
     def __init__(self, root: Optional[Path] = None):
         self.root = root or data_dir()
         raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
-        self.generated_from: str = raw.get("generated_from", "")
+        self.generated_from: str = raw.get("generated_from", "")  # the wheel operators.json was read from
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
         self.facts: Facts = load_facts(self.root)
@@ -130,8 +130,7 @@ class Catalog:
     @staticmethod
     def _operator(o: dict) -> Operator:
         params = tuple(
-            Param(p["name"], p["type"], p["kind"], p.get("default", _MISSING) if not p.get("required") else _MISSING,
-                  bool(p.get("mutated")))
+            Param(p["name"], p["type"], p["kind"], p.get("default", _MISSING) if not p.get("required") else _MISSING)
             for p in o["params"]
         )
         return Operator(o["namespace"], o["name"], o.get("overload", ""), params, o["returns"],
@@ -168,8 +167,6 @@ class Catalog:
         """Every base operator name, for the byte pre-filter."""
         return frozenset(o.name for o in self.operators)
 
-    def rule(self, code: str) -> RuleInfo:
-        return self.rules[code]
 
 
 @lru_cache(maxsize=1)

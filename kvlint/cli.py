@@ -10,9 +10,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from kvlint import __version__
 from kvlint.catalog import load_catalog
-from kvlint.commands.check import FORMATS, add_options as add_check_options
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from kvlint.commands.check import EXIT_CLEAN, EXIT_ERROR, FORMATS
+from kvlint.commands.check import add_options as add_check_options
 
 
 class UsageError(Exception):
@@ -46,7 +45,7 @@ def jobs_count(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return n
@@ -61,13 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
     # repeated --select/--ignore/--extend-select/--per-file-ignores accumulate, as in ruff
     check.add_argument("--select", type=codes_list, action="extend", default=None, metavar="CODES",
                        help="only these codes or prefixes (KV1, KV301); replaces the configured select")
-    check.add_argument("--ignore", type=codes_list, action="extend", default=[], metavar="CODES")
-    check.add_argument("--extend-select", type=codes_list, action="extend", default=[], metavar="CODES")
+    check.add_argument("--ignore", type=codes_list, action="extend", default=[], metavar="CODES",
+                       help="drop these codes or prefixes (adds to the configured ignore)")
+    check.add_argument("--extend-select", type=codes_list, action="extend", default=[], metavar="CODES",
+                       help="add these to the selection (KV900: unused noqa)")
     check.add_argument("--per-file-ignores", type=per_file_pairs, action="extend", default=None,
                        metavar="GLOB:CODE,...", help="replaces the configured per-file-ignores")
     check.add_argument("--extend-per-file-ignores", type=per_file_pairs, action="extend", default=[],
                        metavar="GLOB:CODE,...", help="adds to the configured per-file-ignores")
-    check.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+    check.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default="text",
+                       metavar="FORMAT",
                        help="text (also: full), concise, json, json-lines, github, gitlab, sarif, junit")
     check.add_argument("--no-source", action="store_true", help="text format: no source line")
     add_check_options(check)  # kvlint/commands/check.py: config, formats, fixes

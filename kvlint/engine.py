@@ -4,13 +4,15 @@ with the file and the rule, and the other rules still run."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 import traceback
 import warnings
-from typing import Dict, Iterable, List, Optional, Pattern, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence
 
 from kvlint.analysis.findings import FileResult, Finding
 from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.project import Project
 from kvlint.catalog import Catalog, load_catalog
 from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase
@@ -25,9 +27,12 @@ class Checker:
     max_parse_bytes = 4 * 2 ** 20  # bigger files get a KV000 instead of an ast (memory bound)
 
     def __init__(self, settings: Settings = Settings(), catalog: Optional[Catalog] = None,
-                 rules: Optional[Sequence[Rule]] = None):
+                 rules: Optional[Sequence[Rule]] = None, roots: Sequence[str] = ()):
         self.settings = settings
+        # the checked project's other modules, parsed on demand (kvlint/analysis/project.py)
+        self.project = Project(roots, settings.root)
         self.catalog = catalog or load_catalog()
+        self.project.catalog = self.catalog
         every = list(rules) if rules is not None else all_rules()
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code), self._preview(r.code))]
         canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
@@ -54,12 +59,11 @@ class Checker:
         return bool(info and info.preview)
 
     # -- entry points -------------------------------------------------------------------
-    def check_path(self, path: str, display: Optional[str] = None) -> FileResult:
-        shown = display or path
+    def check_path(self, path: str) -> FileResult:
         data = read_bytes(path)
         if isinstance(data, ReadFailure):
-            return self._failure(shown, data.reason)
-        return self.check_bytes(shown, data)
+            return self._failure(path, data.reason)
+        return self.check_bytes(path, data)
 
     def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes
@@ -126,15 +130,20 @@ class Checker:
         except RecursionError:
             result.findings.append(self._parse_finding(source.path, 1, 1, "cannot parse: nesting too deep", ""))
             return result
-        ctx = FileContext(index, self.catalog, self.settings)
+        ctx = FileContext(index, self.catalog, self.settings, self.project)
         findings: List[Finding] = []
-        for rule in self.rules_for(source.data) if rules is None else rules:
-            try:
-                findings.extend(self._run_rule(rule, ctx))
-            except Exception as exc:  # a bug in one rule must not stop the run
-                tb = traceback.extract_tb(exc.__traceback__)[-1]
-                result.errors.append(f"{source.path}: internal error in {rule.code}: "
-                                     f"{type(exc).__name__}: {exc} ({tb.filename}:{tb.lineno})")
+        self.project.begin(ctx.values)
+        try:
+            for rule in self.rules_for(source.data) if rules is None else rules:
+                try:
+                    findings.extend(self._run_rule(rule, ctx))
+                except Exception as exc:  # a bug in one rule must not stop the run
+                    tb = traceback.extract_tb(exc.__traceback__)[-1]
+                    result.errors.append(f"{source.path}: internal error in {rule.code}: "
+                                         f"{type(exc).__name__}: {exc} ({tb.filename}:{tb.lineno})")
+        finally:
+            own = os.path.abspath(source.path)
+            result.dependencies = {p: h for p, h in self.project.end().items() if p != own}
         if findings or self.report_unused_noqa:
             noqa = NoqaIndex(source)
             if self.report_unused_noqa:  # KV900, before suppression: it needs every finding
@@ -157,9 +166,11 @@ class Checker:
         out: List[Finding] = []
         if rule.wants_calls:
             wanted = set(rule.operators)
-            for oc in ctx.op_calls:
+            for oc in ctx.checked_calls:
                 if not wanted or oc.name in wanted:
+                    ctx.current_call = oc.call
                     out.extend(rule.check_call(oc, ctx))
+            ctx.current_call = None
         if rule.wants_module:
             out.extend(rule.check_module(ctx))
         return out
@@ -194,7 +205,9 @@ def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilte
     """The pre-filter of every word of every enabled rule (`Rule.words`); derived, never
     hand-kept. Words are merged into a trie (`npu_(?:fused_...|incre_...)`): 2.5x faster
     than a flat alternation, and this runs over every byte of every file."""
-    exact, nocase, patterns = set(), set(), {}
+    exact: set = set()
+    nocase: set = set()
+    patterns: Dict[tuple, Any] = {}
     for ws in word_lists:
         for w in ws:
             if isinstance(w, _NoCaseBytes):
@@ -202,7 +215,8 @@ def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilte
             elif type(w) is bytes:
                 exact.add(w)
             else:
-                patterns[(w.pattern, w.flags)] = w
+                pattern: Any = w
+                patterns[(pattern.pattern, pattern.flags)] = pattern
     if not exact and not nocase and not patterns:
         return None
     return Prefilter(_trie(exact), _trie(nocase), list(patterns.values()))

@@ -55,6 +55,9 @@ class OperatorFacts:
     # without a mask, sparse_mode and the token window do not take effect: full attention
     # (npu_fusion_attention) instead of an error for the modes that need one (FA, PFA)
     window_needs_mask: bool = False
+    # sparse modes accepted only with a TND (varlen) layout, and those TND does not accept
+    tnd_only_sparse_modes: Tuple[int, ...] = ()
+    not_tnd_sparse_modes: Tuple[int, ...] = ()
 
     def keyword(self, role: str) -> Optional[str]:
         return self.roles.get(role)
@@ -240,6 +243,13 @@ class Facts:
     def keyword(self, operator: str, role: str) -> Optional[str]:
         return self.operator(operator).keyword(role)
 
+    def role(self, operator: str, role: str) -> str:
+        """The keyword of a role the operator must have (a KeyError names what is missing)."""
+        keyword = self.keyword(operator, role)
+        if keyword is None:
+            raise KeyError(f"rules/facts: {operator} has no role {role!r}")
+        return keyword
+
     def keywords(self, operators: Iterable[str], role: str) -> Mapping[str, str]:
         """operator -> its keyword for `role`, for the operators that have one."""
         out = {}
@@ -290,7 +300,9 @@ def _operators(raw: Mapping[str, Any]) -> Dict[str, OperatorFacts]:
         dtypes = spec.get("mask_dtypes")
         out[name] = OperatorFacts(name, MappingProxyType(roles), _ints(modes) if modes is not None else None,
                                   tuple(dtypes) if dtypes is not None else None,
-                                  bool(spec.get("window_needs_mask", False)))
+                                  bool(spec.get("window_needs_mask", False)),
+                                  _ints(spec.get("tnd_only_sparse_modes", ())),
+                                  _ints(spec.get("not_tnd_sparse_modes", ())))
     return out
 
 

@@ -1,12 +1,16 @@
 """Applying `Finding.fix` edits: `kvlint check --fix`, `--diff`, `--unsafe-fixes`.
 
-How fixes go through libcst: rules compute small text edits from `ast` positions (a
-keyword name, a dtype expression, an inserted keyword). They are applied to the source text,
-so everything outside the edited span -- formatting, comments, blank lines, line endings --
-stays byte for byte. The result is then verified with `libcst.parse_module` (it must parse
-and round-trip to exactly the same text) and with `ast.parse`; a fix that would produce
-anything else is dropped and reported, and the file is left alone. libcst is the fix
-path's parser only; the analysis stays on `ast` for speed.
+How fixes go through libcst: a fix that changes a call's arguments (add a keyword, rename
+one, set its value: KV101, KV102, KV103, KV202, KV205, KV305) is a libcst transformation of that
+call node (kvlint/cst_edit.py: the call parsed alone, its nodes found through libcst's
+PositionProvider, the layout kept), turned into the smallest text edit that differs. A fix
+that replaces one name or appends to an expression (KV301's dtype, `.int()`, `.to(...)`; a
+dict key string; a `# noqa` code) is a position-exact edit of that token. Edits are applied to the source text, so
+everything outside them -- formatting, comments, blank lines, line endings -- stays byte for
+byte. The result is then verified with `libcst.parse_module` (it must parse and round-trip to
+exactly the same text) and with `ast.parse` and `compile`; a fix that would produce anything
+else is dropped and reported, and the file is left alone. The analysis stays on `ast` for
+speed.
 
 Then the fixed text is checked again and the remaining fixable findings are fixed, up to
 MAX_ROUNDS times, until nothing changes: a second `--fix` run has nothing left to do. Files

@@ -1,6 +1,8 @@
 """A rule's documentation as text, from the catalog (`kvlint rule`, docs/ generation)."""
 from __future__ import annotations
 
+from typing import List
+
 from kvlint.catalog import Catalog, RuleInfo
 
 
@@ -21,10 +23,32 @@ def render_rule(info: RuleInfo) -> str:
         parts += ["", "## Example", "", "```python", info.example, "```"]
     if info.use_instead:
         parts += ["", "## Fix", "", "```python", info.use_instead, "```"]
-    parts += ["", "## Options", "", info.options or "None."]
+    heuristics = heuristic_options(info)
+    parts += ["", "## Options", "", info.options or ("" if heuristics else "None.")]
+    if heuristics:
+        parts[-1:] = heuristics_section(heuristics)
     parts += ["", f"Select or ignore it with `--select {info.code}` / `--ignore {info.code}` or in "
               f"`[tool.kvlint]`; silence one line with `# noqa: {info.code}`."]
     return "\n".join(parts) + "\n"
+
+
+def heuristic_options(info: RuleInfo) -> List[str]:
+    """The `[tool.kvlint.heuristics]` keys a rule reads (`heuristic_options` in its TOML)."""
+    return list(info.extra.get("heuristic_options", ()))
+
+
+def heuristics_section(keys: List[str]) -> List[str]:
+    """The Options text for heuristic words: where they go, with the built-in words."""
+    from kvlint.analysis.context import HeuristicNames
+
+    defaults = HeuristicNames()
+    lines = ["The words the heuristics read; the values you give are added to the built-in ones. They",
+             "live in `pyproject.toml` under `[tool.kvlint.heuristics]` (not in `[tool.kvlint]`",
+             "itself):", "", "```toml", "[tool.kvlint.heuristics]"]
+    for key in keys:
+        builtin = getattr(defaults, key.replace("-", "_"))
+        lines.append(f'{key} = ["..."]  # built in: {", ".join(builtin)}')
+    return lines + ["```"]
 
 
 def status_line(info: RuleInfo) -> str:

@@ -15,7 +15,6 @@ in the order of the input paths whatever the scheduling.
 from __future__ import annotations
 
 import os
-import stat as stat_module
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -23,10 +22,10 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from kvlint.analysis.findings import FileResult
 from kvlint.cache import Cache, digest
 from kvlint.settings import Settings
+from kvlint.source import read_file
 
 MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
 MAX_CHUNK = 16
-MAX_READ_BYTES = 64 * 2 ** 20  # not even read (the engine parses at most Checker.max_parse_bytes)
 
 Outcome = Tuple[FileResult, Optional[os.stat_result], Optional[str]]  # result, stat, content hash
 
@@ -39,8 +38,9 @@ def default_jobs() -> int:
 
 
 def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
-                cache: Optional[Cache] = None) -> List[FileResult]:
-    """One FileResult per path, in the order of `paths`."""
+                cache: Optional[Cache] = None, roots: Sequence[str] = ()) -> List[FileResult]:
+    """One FileResult per path, in the order of `paths`. `roots`: the folders and files given
+    on the command line (import roots of the checked project)."""
     results: List[Optional[FileResult]] = [None] * len(paths)
     todo: List[int] = []
     for i, path in enumerate(paths):
@@ -54,6 +54,7 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
+        _checker(settings).project.add_roots(roots)  # before the fork: workers inherit it
         outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
             ((i, check_one(_checker(settings), path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:
@@ -64,39 +65,6 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
 
 
 # -- one file --------------------------------------------------------------------------------
-def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str]:
-    """(stat, bytes, "") or (stat or None, None, reason). Opens without blocking (a FIFO with
-    no writer would block a plain open) and reads only regular files."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None, None, "broken symbolic link" if os.path.islink(path) else "no such file"
-    except IsADirectoryError:
-        return None, None, "not a regular file (a directory)"
-    except OSError as exc:
-        return None, None, f"cannot open: {exc.strerror or exc}"
-    try:
-        st = os.fstat(fd)
-        if not stat_module.S_ISREG(st.st_mode):
-            kind = "a directory" if stat_module.S_ISDIR(st.st_mode) else \
-                "a FIFO" if stat_module.S_ISFIFO(st.st_mode) else "a device or socket"
-            return st, None, f"not a regular file ({kind})"
-        if st.st_size > MAX_READ_BYTES:
-            return st, None, f"{st.st_size / 2 ** 20:.0f} MiB is over the {MAX_READ_BYTES // 2 ** 20} MiB limit; not read"
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return st, b"".join(chunks), ""
-    except OSError as exc:
-        return None, None, f"{exc.strerror or exc}"
-    finally:
-        os.close(fd)
-
-
 def check_one(checker, path: str, hashed: bool = True) -> Outcome:
     """Check one file; with `hashed`, also its stat and content hash (for the cache)."""
     st, data, reason = read_file(path)
@@ -194,4 +162,4 @@ def _internal_error(path: str, exc: BaseException) -> FileResult:
     return FileResult(path, errors=[f"{path}: internal error: {type(exc).__name__}: {exc}"])
 
 
-__all__ = ["check_files", "check_one", "default_jobs", "read_file"]
+__all__ = ["check_files", "check_one", "default_jobs", "read_file"]  # read_file: kvlint.source

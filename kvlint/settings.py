@@ -1,6 +1,6 @@
 """Resolved settings for one run: which codes are on, severities, heuristic names.
 
-Built from the command line (and, from issue 4 on, `[tool.kvlint]` in pyproject.toml).
+Built from the command line and `[tool.kvlint]` in pyproject.toml (kvlint/config.py).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class Settings:
     extend_select: Tuple[str, ...] = ()
     severity: Dict[str, str] = field(default_factory=dict)
     names: HeuristicNames = HeuristicNames()
-    # issue 4 ([tool.kvlint], see kvlint/config.py): glob patterns, relative to `root`
+    # from [tool.kvlint] (kvlint/config.py): glob patterns, relative to `root`
     exclude: Tuple[str, ...] = ()
     extend_exclude: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()

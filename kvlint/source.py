@@ -7,7 +7,9 @@ import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import List, Optional, Tuple, Union
+
+MAX_READ_BYTES = 64 * 2 ** 20  # not even read (the engine parses at most Checker.max_parse_bytes)
 
 
 @dataclass
@@ -36,24 +38,43 @@ class ReadFailure:
     reason: str
 
 
+def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str]:
+    """(stat, bytes, "") or (stat or None, None, reason). Opens without blocking (a FIFO with
+    no writer would block a plain open) and reads only regular files."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None, None, "broken symbolic link" if os.path.islink(path) else "no such file"
+    except IsADirectoryError:
+        return None, None, "not a regular file (a directory)"
+    except OSError as exc:
+        return None, None, f"cannot open: {exc.strerror or exc}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else \
+                "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+            return st, None, f"not a regular file ({kind})"
+        if st.st_size > MAX_READ_BYTES:
+            return st, None, f"{st.st_size / 2 ** 20:.0f} MiB is over the {MAX_READ_BYTES // 2 ** 20} MiB limit; not read"
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return st, b"".join(chunks), ""
+    except OSError as exc:
+        return None, None, f"{exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path: Union[str, Path]) -> Union[bytes, ReadFailure]:
     """Read a regular file; anything else (FIFO, device, broken link, directory) is a failure."""
-    p = str(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        if os.path.islink(p):
-            return ReadFailure(p, "broken symbolic link")
-        return ReadFailure(p, "no such file")
-    except OSError as exc:
-        return ReadFailure(p, f"cannot stat: {exc.strerror or exc}")
-    if not stat.S_ISREG(st.st_mode):
-        return ReadFailure(p, "not a regular file")
-    try:
-        with open(p, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        return ReadFailure(p, f"cannot read: {exc.strerror or exc}")
+    _, data, reason = read_file(str(path))
+    return data if data is not None else ReadFailure(str(path), reason)
 
 
 def decode(path: str, data: bytes) -> Union[SourceFile, ReadFailure]:
@@ -73,9 +94,8 @@ def decode(path: str, data: bytes) -> Union[SourceFile, ReadFailure]:
     return SourceFile(path, data, text, encoding)
 
 
-def load(path: Union[str, Path], display: Optional[str] = None) -> Union[SourceFile, ReadFailure]:
-    shown = display or str(path)
+def load(path: Union[str, Path]) -> Union[SourceFile, ReadFailure]:
     data = read_bytes(path)
     if isinstance(data, ReadFailure):
-        return ReadFailure(shown, data.reason)
-    return decode(shown, data)
+        return data
+    return decode(str(path), data)

@@ -1,4 +1,4 @@
-"""Issue 5: the result cache: hits without reading, misses on any change of content, code or
+"""The result cache: hits without reading, misses on any change of content, code or
 settings, atomic and corruption-tolerant."""
 from __future__ import annotations
 
@@ -101,8 +101,8 @@ def test_a_just_written_file_keeps_only_its_hash(tmp_path):
     p.write_text(BAD)  # mtime = now: a write in the same tick could go unseen by stat
     run([p], tmp_path / "c")
     (data,) = [json.load(open(tmp_path / "c" / n)) for n in os.listdir(tmp_path / "c") if n.endswith(".json")]
-    stat, hashed, _ = data["files"][str(p)]
-    assert stat is None and hashed == cache_module.digest(p.read_bytes())
+    stat, hashed, _, dependencies = data["files"][str(p)]
+    assert stat is None and hashed == cache_module.digest(p.read_bytes()) and dependencies == []
 
 
 def test_settings_code_and_python_change_the_cache_file(files, tmp_path, counted, monkeypatch):
@@ -180,3 +180,50 @@ def test_cli_cache_options(files, tmp_path, counted, monkeypatch, capsys):
     monkeypatch.delenv("KVLINT_NO_CACHE")
     monkeypatch.setenv("KVLINT_CACHE_DIR", str(tmp_path / "from_env"))
     assert main(args) == 1 and len(counted) == 10 and os.listdir(tmp_path / "from_env")
+
+
+# -- dependencies: a file's findings computed from another module --------------------------
+USER = ("import torch_npu\nfrom pkg.masks import build_mask\n"
+        "def f(q, k, v):\n"
+        "    return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8, scale=0.1,\n"
+        "                                                     atten_mask=build_mask(), sparse_mode=3)\n")
+BUILDER = "import torch\ndef build_mask():\n    return torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)\n"
+OTHER = "import torch_npu\ndef g(q, k, v):\n    return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8)\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    paths = {"user": pkg / "attn.py", "builder": pkg / "masks.py", "other": pkg / "other.py"}
+    for name, text in (("user", USER), ("builder", BUILDER), ("other", OTHER)):
+        paths[name].write_text(text)
+        age(paths[name])
+    age(pkg / "__init__.py")
+    return paths
+
+
+def test_editing_a_builder_module_rechecks_only_its_dependents(project, tmp_path, counted):
+    order = [project["user"], project["builder"], project["other"]]
+    first = run(order, tmp_path / "c")
+    assert [f.code for f in first[0].findings] == []  # a bool mask: fine
+    assert counted == ["attn.py", "masks.py", "other.py"]
+    counted.clear()
+    project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16"))
+    age(project["builder"], 5)
+    second = run(order, tmp_path / "c")
+    assert sorted(counted) == ["attn.py", "masks.py"]  # other.py does not use masks.py
+    assert [f.code for f in second[0].findings] == ["KV205"]
+    assert "[built at" in second[0].findings[0].message
+    counted.clear()
+    assert [f.code for f in run(order, tmp_path / "c")[0].findings] == ["KV205"]
+    assert counted == []  # warm again
+
+
+def test_a_deleted_dependency_rechecks_the_file(project, tmp_path, counted):
+    run([project["user"]], tmp_path / "c")
+    project["builder"].unlink()
+    counted.clear()
+    run([project["user"]], tmp_path / "c")
+    assert counted == ["attn.py"]

@@ -58,7 +58,7 @@ def test_fix_and_exclude_leave_excluded_files_alone(work, capsys):
 def test_uses_runner_check_files_when_present(work, capsys, monkeypatch):
     calls = []
 
-    def check_files(paths, settings, **options):  # jobs=, cache= (issue 5)
+    def check_files(paths, settings, **options):  # jobs=, cache=
         calls.append((list(paths), settings.select))
         return [FileResult(p) for p in paths]
 

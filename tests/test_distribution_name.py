@@ -43,3 +43,14 @@ def test_readme_says_kvlint_on_the_index_is_another_project():
     text = (ROOT / "README.md").read_text()
     assert "pip install ascend-kvlint" in text
     assert "`pip install kvlint` installs **another project**" in text
+
+
+def test_every_fixable_rule_is_listed_with_its_safety():
+    from kvlint.catalog import load_catalog
+
+    guide = (ROOT / "docs" / "getting-started.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for code, info in load_catalog().rules.items():
+        if info.fix != "none":
+            assert re.search(rf"^\| {code} \| (safe|unsafe) \|", guide, re.M), code
+            assert code in readme.split("### Fixes")[1].split("### pre-commit")[0], code

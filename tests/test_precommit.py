@@ -83,3 +83,14 @@ def test_hook_passes_on_good_file(hook_repo, pre_commit_home, target):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Passed" in out
+
+
+def test_hook_applies_exclude_to_the_files_it_is_given(hook_repo, pre_commit_home, target):
+    """The manifest's --force-exclude: a staged file the configuration excludes is skipped, as
+    with ruff's hook (without it, a file named on the command line is always checked)."""
+    (target / "pyproject.toml").write_text("[tool.kvlint]\nextend-exclude = [\"bad.py\"]\n")
+    git(target, "add", "pyproject.toml")
+    proc = try_repo(hook_repo, pre_commit_home, target, ["bad.py", "good.py"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Passed" in out

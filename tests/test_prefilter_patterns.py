@@ -2,7 +2,8 @@
 rules report must match, reads must not (or the pre-filter saves nothing)."""
 import pytest
 
-from kvlint.analysis.context import HeuristicNames, kv_length_write_pattern
+from kvlint.analysis.context import HeuristicNames
+from kvlint.helpers.lengths import kv_length_write_pattern
 from kvlint.checks.kv301_block_table_not_int32 import BLOCK_TABLE_WRITE
 
 WRITE = kv_length_write_pattern(HeuristicNames())
@@ -55,3 +56,31 @@ def test_per_layer_loop_header(text, hit):
     from kvlint.analysis.context import layer_loop_pattern
 
     assert bool(layer_loop_pattern(HeuristicNames()).search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("attn_mask *= -10000", True), ("swa_mask  += bias", True), ("mask //= 2", True),
+    ("attn_mask.masked_fill_(m, 0)", True), ("MASK.fill_ (1)", True), ("self.mask.mul_(2)", True),
+    ("masks += [m]", False), ("attn_mask = attn_mask * 2", False), ("mask.masked_fill(m, 0)", False),
+    ("if attn_mask == 1:", False),
+])
+def test_kv224_in_place_mask_change_pattern(text, hit):
+    from kvlint.checks.kv224_getter_mask_mutated import MUTATION_PATTERN
+    assert bool(MUTATION_PATTERN.search(text.encode())) is hit
+
+
+@pytest.mark.parametrize("text", ["attn_mask **= 2", "attn_mask \\\n    *= 2", "mask . fill_(0)", "Mask |= m"])
+def test_kv224_pattern_spacing_and_every_augmented_operator(text):
+    from kvlint.checks.kv224_getter_mask_mutated import MUTATION_PATTERN
+    assert MUTATION_PATTERN.search(text.encode())
+
+
+@pytest.mark.parametrize("module, pattern, text", [
+    ("kv109_head_dim_divided_twice", "LAST_DIM_PATTERN", "q.shape[ -1 ]"),
+    ("kv109_head_dim_divided_twice", "LAST_DIM_PATTERN", "q.size(\n-1)"),
+    ("kv223_mask_cast_to_int", "INT_CAST_PATTERN", "m.byte ()"),
+    ("kv223_mask_cast_to_int", "INT_CAST_PATTERN", "m.to(torch.uint8)"),
+])
+def test_new_rule_patterns_allow_spacing(module, pattern, text):
+    import importlib
+    assert getattr(importlib.import_module(f"kvlint.checks.{module}"), pattern).search(text.encode())

@@ -1,4 +1,4 @@
-"""Issue 5: property tests. Whatever the input, the engine returns a result: no exception, no
+"""Property tests. Whatever the input, the engine returns a result: no exception, no
 internal error in a rule, findings inside the file, the same findings twice.
 
 Sources are generated from a small grammar of the code the rules look at (operator calls

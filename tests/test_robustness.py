@@ -1,4 +1,4 @@
-"""Issue 5: kvlint never crashes on a bad input; each gets a KV000 finding or is checked, and
+"""kvlint never crashes on a bad input; each gets a KV000 finding or is checked, and
 the run goes on. Every file below holds an operator name, so the pre-filter lets it through
 to the reader, the decoder and the parser."""
 from __future__ import annotations

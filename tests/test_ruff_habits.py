@@ -186,6 +186,10 @@ def test_named_files_are_checked_unless_force_exclude_and_then_it_says_why(repo,
     assert "scratch.py not checked: ignored by .gitignore" in err
     files, err = checked_files(capsys, "app/model.py", "--force-exclude", "--extend-exclude", "app")
     assert files == [] and 'excluded by --extend-exclude pattern "app"' in err
+    files, err = checked_files(capsys, "app/generated/gen.py", "--force-exclude")  # an ignored folder
+    assert files == [] and "app/generated/gen.py not checked: ignored by .gitignore" in err
+    files, err = checked_files(capsys, "scratch.py", "--force-exclude", "--no-respect-gitignore")
+    assert files == ["scratch.py"] and err == ""
 
 
 def test_precommit_hook_sets_force_exclude():
@@ -320,3 +324,51 @@ def test_installed_command_end_to_end(work):
                            "--output-format", "concise", "bad.py", "mask.py"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-2:] == ["Found 4 errors.", "[*] 4 fixable with the `--fix` option."]
+
+
+def test_rule_pages_show_heuristic_options_where_they_live(tmp_path, capsys):
+    from kvlint.catalog import load_catalog
+    from kvlint.rule_docs import heuristic_options
+
+    pages = [code for code, info in load_catalog().rules.items() if heuristic_options(info)]
+    assert "KV203" in pages and "KV401" in pages
+    for code in pages:
+        page = (ROOT / "docs" / "rules" / f"{code}.md").read_text()
+        block = page.split("```toml\n")[1].split("```")[0]
+        assert block.startswith("[tool.kvlint.heuristics]\n")
+        # the snippet, with a word filled in, is a configuration kvlint accepts
+        (tmp_path / "pyproject.toml").write_text(block.replace('["..."]', '["my_word"]'))
+        (tmp_path / "m.py").write_text("")
+        assert main(["check", "--no-cache", str(tmp_path / "m.py")]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+
+
+def test_docs_snippets_pin_a_real_rev_and_grant_code_scanning():
+    from kvlint import __version__
+    from kvlint.links import HOMEPAGE
+
+    for doc in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = doc.read_text()
+        assert re.search(rf"- repo: {re.escape(HOMEPAGE)}\s.*\n\s+rev: v{re.escape(__version__)}\s", text), doc
+        assert "<org>" not in text
+    guide = (ROOT / "docs" / "getting-started.md").read_text()
+    assert "security-events: write" in guide and "upload-sarif" in guide
+    assert "clones the hook repository" in guide
+
+
+def test_json_fix_edits_reproduce_what_fix_writes(work, capsys):
+    """A tool applying the JSON `fix` edits (1-based columns, end exclusive) gets the file
+    `--fix` writes."""
+    from kvlint.analysis.findings import Edit, Fix
+    from kvlint.fix import apply_fixes
+
+    src = (work / "bad.py").read_text()
+    code, out, _ = kvlint(capsys, "bad.py", "--select", "KV101", "--format", "json")
+    fixes = [Fix(f["fix"]["message"], tuple(
+        Edit((e["location"]["row"], e["location"]["column"] - 1),
+             (e["end_location"]["row"], e["end_location"]["column"] - 1), e["content"])
+        for e in f["fix"]["edits"])) for f in json.loads(out)["findings"]]
+    by_json, applied = apply_fixes(src, fixes)
+    assert len(applied) == 2
+    kvlint(capsys, "bad.py", "--select", "KV101", "--fix")
+    assert (work / "bad.py").read_text() == by_json != src

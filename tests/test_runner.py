@@ -1,4 +1,4 @@
-"""Issue 5: the runner: results in input order whatever the scheduling, --jobs, worker crashes."""
+"""The runner: results in input order whatever the scheduling, --jobs, worker crashes."""
 from __future__ import annotations
 
 import os

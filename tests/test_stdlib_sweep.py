@@ -1,4 +1,4 @@
-"""Issue 5: kvlint over the Python standard library's own sources (~1,800 files, 700k lines,
+"""kvlint over the Python standard library's own sources (~1,800 files, 700k lines,
 the bad-syntax and odd-encoding test files included): no crash, no internal error, the same
 output twice and with `--jobs 1` and `--jobs 2`.
 

@@ -7,10 +7,10 @@ Every heuristic is named, documented and configurable (`[tool.kvlint]` names in
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
 import re
-from dataclasses import dataclass, field
-from typing import Iterable, Optional, Tuple
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Dict, Iterable, Optional, Tuple
 
 from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
 
@@ -32,10 +32,15 @@ class HeuristicNames:
     # BRANCH_FLAG_PHASE: a boolean flag naming the phase (`if is_prefill:`, `if attn_metadata.is_decode`).
     prefill_flags: Tuple[str, ...] = ("is_prefill", "prefill", "is_prompt", "is_context", "in_prefill")
     decode_flags: Tuple[str, ...] = ("is_decode", "decode", "is_decoding", "in_decode")
+    # BRANCH_ENUM_STATE: `attn_state == AscendAttentionState.PrefillNoCache` is prefill,
+    # `== ...DecodeOnly` decode (also `in (...)`, `!=`, `not in`); the member's name decides.
+    # ChunkedPrefill / PrefillCacheHit mix both phases in one batch (no phase).
+    prefill_states: Tuple[str, ...] = ("PrefillNoCache", "PrefillOnly", "Prefill", "PREFILL", "PREFILL_NO_CACHE")
+    decode_states: Tuple[str, ...] = ("DecodeOnly", "Decode", "DECODE", "DECODE_ONLY", "SpecDecoding")
     # BRANCH_QUERY_LENGTH: `q_len == 1` is decode, `q_len > 1` is prefill.
     query_length_names: Tuple[str, ...] = (
         "q_len", "seq_len", "q_seq_len", "query_len", "seqlen", "s_q", "q_s", "num_tokens_per_req",
-        "qlen", "query_length", "seq_length",
+        "qlen", "query_length", "seq_length", "max_query_len", "max_q_len", "max_seqlen_q",
     )
     # LAYER_CLASS: classes whose methods are one layer of the model (KV401).
     layer_class_words: Tuple[str, ...] = ("Attention", "Attn", "Layer", "Decoder", "MLA", "Block", "Indexer")
@@ -69,37 +74,12 @@ def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
 @lru_cache(maxsize=8)
 def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `for ... in ...<loop word>` header (PER_LAYER_LOOP reads the
-    loop's iterable only; `h` is in every file, a loop over a name `h` is not). A header may
+    loop's iterable only; `h` is in every file, a loop over a name `h` is not), or a loop
+    word subscripted (`layer = self.layers[i]` in a `for i in range(...)` loop). A header may
     span lines (parentheses, backslashes); its target and its iterable up to the loop word
     hold no `:`."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
-    return re.compile(rb"\bfor\b[^:]*?\bin\b[^:]*?\b(?:" + words + rb")\b")
-
-
-# The in-place tensor methods KV401 treats as a write of the tensor they are called on.
-INPLACE_METHODS = frozenset({
-    "add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "index_put_", "index_add_",
-    "index_copy_", "index_fill_", "scatter_", "scatter_add_", "masked_fill_", "masked_scatter_",
-    "clamp_", "append", "extend",
-})
-
-
-@lru_cache(maxsize=8)
-def kv_length_write_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
-    """A KV_LENGTH_NAMES name being written (for the byte pre-filter of the rules that report
-    only such writes): `kv_len += 1`, `m.Seq_Lens[i] = x`, `self.kv_len: T = x`,
-    `kv_len.add_(1)`, `(kv_len) += 1`. Any case, as `is_kv_length_name` lowercases. Between
-    the name and the store: spaces, line continuations, closing parentheses and subscripts
-    (brackets nested up to three deep, across lines)."""
-    words = b"|".join(re.escape(w.encode()) for w in sorted(set(names.kv_length_names), key=len, reverse=True))
-    methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
-    inner = rb"[^\[\]]*"
-    for _ in range(2):
-        inner = rb"(?:[^\[\]]|\[" + inner + rb"\])*"
-    gap = rb"(?:\s|\\|\)|\[" + inner + rb"\])*"
-    store = rb"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
-    call = rb"\.\s*(?:" + methods + rb")\s*\("
-    return re.compile(rb"\b(?:" + words + rb")\b" + gap + rb"(?:" + store + rb"|" + call + rb")", re.IGNORECASE)
+    return re.compile(rb"\bfor\b[^:]*?\bin\b[^:]*?\b(?:" + words + rb")\b|\.(?:" + words + rb")\[")
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:
@@ -111,6 +91,7 @@ class Context:
     def __init__(self, index: ModuleIndex, names: HeuristicNames = HeuristicNames()):
         self.index = index
         self.names = names
+        self._range_loops: Dict[int, bool] = {}
 
     # -- phase ------------------------------------------------------------------------------
     def phase(self, node: ast.AST) -> Optional[str]:
@@ -127,9 +108,9 @@ class Context:
                 in_body = child in (anc.body if isinstance(anc.body, list) else [anc.body])
                 in_else = child in (anc.orelse if isinstance(anc.orelse, list) else [anc.orelse])
                 if in_body or in_else:
-                    p = self.condition_phase(anc.test)
+                    p = self.arm_phase(anc.test, in_body)
                     if p is not None:
-                        return p if in_body else _other(p)
+                        return p
             if isinstance(anc, FunctionNode):
                 if _words_in(anc.name, self.names.past_context_function_words):
                     return None
@@ -139,6 +120,16 @@ class Context:
                     return DECODE
             child = anc
         return None
+
+    def arm_phase(self, test: ast.expr, in_body: bool) -> Optional[str]:
+        """The phase of the `if`/`else` arm of `test` (body when `in_body`). An enum state
+        names one phase; its negation does not name the other (ChunkedPrefill mixes both)."""
+        state = self._state_test(test)
+        if state is not None:
+            phase, positive = state
+            return phase if in_body == positive else None
+        p = self.condition_phase(test)
+        return p if in_body else _other(p)
 
     def condition_phase(self, test: ast.expr) -> Optional[str]:
         """The phase a condition being true implies, or None."""
@@ -160,6 +151,9 @@ class Context:
             return self._phase_count(name)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, op, right = test.left, test.ops[0], test.comparators[0]
+            state = self._state_test(test)
+            if state is not None:
+                return state[0] if state[1] else None
             # BRANCH_PHASE_COUNT: `num_decode_tokens > 0`, `decode_meta is not None`
             left_name = dotted_name(left)
             if left_name is not None and (
@@ -169,6 +163,31 @@ class Context:
                 if phase is not None:
                     return phase
             return self._length_compare(left, op, right)
+        return None
+
+    def _state_test(self, test: ast.expr) -> Optional[Tuple[str, bool]]:
+        """BRANCH_ENUM_STATE: (phase, positive) for `state == State.DecodeOnly` / `state in
+        (State.A, State.B)` of one phase (positive) and their `!=` / `not in` forms."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        op = test.ops[0]
+        for member in (test.comparators[0], test.left):
+            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(member, (ast.Tuple, ast.List, ast.Set)):
+                members = member.elts
+            elif isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+                members = [member]
+            else:
+                return None
+            phases = set()
+            for m in members:
+                if isinstance(m, ast.Attribute) and dotted_name(m) is not None and m.attr in self.names.prefill_states:
+                    phases.add(PREFILL)
+                elif isinstance(m, ast.Attribute) and dotted_name(m) is not None and m.attr in self.names.decode_states:
+                    phases.add(DECODE)
+                else:
+                    phases.add(None)
+            if len(phases) == 1 and None not in phases:
+                return phases.pop(), not isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot))
         return None
 
     def _phase_count(self, name: str) -> Optional[str]:
@@ -250,20 +269,39 @@ class Context:
         return False
 
     def per_layer_loop(self, node: ast.AST) -> Optional[ast.AST]:
-        """PER_LAYER_LOOP: an enclosing `for x in <...>layers` loop whose body holds `node`."""
+        """PER_LAYER_LOOP: an enclosing loop over the layers whose body holds `node`:
+        `for layer in self.layers`, `enumerate(...)`, a slice, `itertools.islice(self.layers,
+        start, end)` (vLLM's pipeline stages), and `for i in range(start, end):` whose body
+        reads `self.layers[i]`."""
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, (ast.For, ast.AsyncFor)) and child in anc.body:
-                it = anc.iter
-                if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-                    it = it.args[0]
-                if isinstance(it, ast.Subscript):
-                    it = it.value
-                name = dotted_name(it)
-                if name and name.split(".")[-1] in self.names.layer_loop_words:
+                if self._layer_iterable(anc.iter) or self._indexes_layers(anc):
                     return anc
             child = anc
         return None
+
+    def _layer_iterable(self, it: ast.expr) -> bool:
+        while isinstance(it, ast.Call) and it.args and (dotted_name(it.func) or "").split(".")[-1] in (
+                "enumerate", "islice", "list", "tuple", "reversed"):
+            it = it.args[0]
+        if isinstance(it, ast.Subscript):
+            it = it.value
+        name = dotted_name(it)
+        return bool(name) and name.split(".")[-1] in self.names.layer_loop_words
+
+    def _indexes_layers(self, loop: ast.AST) -> bool:
+        """`for i in range(...)` whose body subscripts a layer list with the loop variable."""
+        it, target = loop.iter, loop.target
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and isinstance(target, ast.Name)):
+            return False
+        hit = self._range_loops.get(id(loop))
+        if hit is None:
+            hit = any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == target.id
+                      and self._layer_iterable(n.value) for stmt in loop.body for n in ast.walk(stmt))
+            self._range_loops[id(loop)] = hit
+        return hit
 
     def is_kv_length_name(self, name: str) -> bool:
         return name.lower() in self.names.kv_length_names

@@ -11,7 +11,7 @@ import ast
 from typing import Dict, List, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
-from kvlint.analysis.values import ValueTracer
+from kvlint.analysis.values import Each, ValueTracer
 
 DTYPE_NAMES = {
     "bool": "bool",
@@ -33,9 +33,7 @@ PRESERVING_METHODS = {
     "tril_", "triu_", "flip", "roll", "index_select", "requires_grad_", "share_memory_",
     "unsqueeze_", "squeeze_", "copy_", "zero_", "logical_not", "logical_not_",
 }
-FACTORIES_DEFAULT_FLOAT = {"ones", "zeros", "empty", "rand", "randn", "full"}
 FACTORIES_LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}
-SHAPE_PRESERVING_FUNCS = {"triu", "tril", "flip", "roll", "cat", "stack", "where", "narrow"}
 TORCH_HEADS = ("torch", "np", "numpy")
 
 
@@ -102,9 +100,14 @@ class DtypeInference:
 
     @staticmethod
     def _kept_dtype_receiver(node: ast.expr) -> Optional[ast.expr]:
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                and isinstance(node.slice, ast.Slice):
+            return node.value  # `buf[:n]`: a view of the buffer
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             return None
         recv, method = node.func.value, node.func.attr
+        while isinstance(recv, ast.Subscript) and isinstance(recv.slice, ast.Slice):
+            recv = recv.value  # `buf[:n].to(dev)`: the buffer's construction decides
         if not isinstance(recv, (ast.Name, ast.Attribute)) or receiver_is_module(recv):
             return None
         if method in ("npu", "cuda", "cpu", "contiguous", "clone", "detach", "pin_memory"):
@@ -137,7 +140,7 @@ class DtypeInference:
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and left == right:
                 return left
             return None
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, (ast.Subscript, Each)):  # an element or slice keeps the dtype
             return self._follow(node.value, depth)
         if isinstance(node, ast.Call):
             return self._call(node, depth)

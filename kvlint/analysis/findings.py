@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -51,3 +51,6 @@ class FileResult:
     findings: List[Finding] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)  # internal errors, reported, not fatal
     checked: bool = True
+    # other modules of the project the findings were computed from: absolute path -> content
+    # hash (the result cache re-checks this file when one of them changes)
+    dependencies: Dict[str, str] = field(default_factory=dict)

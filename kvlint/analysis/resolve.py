@@ -10,7 +10,10 @@ string matching on the call text alone:
   `self.fa_ops = torch.ops.npu` anywhere in the class, a method of the class that returns a
   namespace (`self._fa_ops_for(is_prefill)`), and the torchair alternatives (`torchair.ops`,
   `tng.ops`), which take the same keywords
-- names bound to an operator object (`fa = torch_npu.npu_fused_infer_attention_score`)
+- names bound to an operator object (`fa = torch_npu.npu_fused_infer_attention_score`), in
+  the function, an enclosing function, the class or at module level, through
+  `functools.partial(op, ...)` (whose keywords count as the call's) and
+  `getattr(torch.ops.npu, "op")`
 
 A same-named method of a user class (`DeviceOperator.npu_fused_infer_attention_score`) has a
 receiver that is none of these, so it is not the operator.
@@ -21,7 +24,8 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import ModuleIndex, dotted_name
+from kvlint.analysis.values import ValueTracer
 from kvlint.catalog import Catalog, Operator
 from kvlint.facts import load_facts
 
@@ -37,7 +41,6 @@ class OperatorCall:
     call: ast.Call
     operator: Operator
     variant: str  # "", "out", "default" or "workspace"
-    receiver: str  # how it was reached, for messages: "torch_npu", "self.fa_ops", ...
 
     @property
     def name(self) -> str:
@@ -45,44 +48,102 @@ class OperatorCall:
 
 
 class OperatorResolver:
-    def __init__(self, index: ModuleIndex, catalog: Catalog):
+    """Resolves calls with the module's `ValueTracer` (the one assignment tracer): a callee
+    name or `self.attr` is followed to what it was bound to (in the function, an enclosing
+    function, the class, the module), then qualified through the imports."""
+
+    def __init__(self, index: ModuleIndex, catalog: Catalog, tracer: Optional[ValueTracer] = None):
         self.index = index
         self.catalog = catalog
+        self.tracer = tracer if tracer is not None else ValueTracer(index)
+        # callees are followed inside this module only (an alias imported from another
+        # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
+        # into the project's other modules would parse them for nothing (the hot path)
+        self._local = self.tracer if self.tracer.project is None else self.tracer.local_view()
         self._names = catalog.operator_names()
-        self._binding_cache: Dict[Tuple[int, str], List[ast.expr]] = {}
-        self._assign_nodes: Optional[Tuple[Dict[str, List[ast.Assign]], Dict[str, List[ast.Assign]]]] = None
+        self._assigned: Optional[Tuple[frozenset, frozenset]] = None
+        # call id -> the functools.partial(...) calls its callee went through (their keywords
+        # are the call's too)
+        self.partials: Dict[int, Tuple[ast.Call, ...]] = {}
+        self._resolved: Dict[int, Tuple[ast.Call, Optional[OperatorCall]]] = {}
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
+        key = id(call)
+        if key in self._resolved:
+            return self._resolved[key][1]
+        oc = self._resolve(call)
+        self._resolved[key] = (call, oc)  # holds the call: its id stays its own
+        return oc
+
+    def _resolve(self, call: ast.Call) -> Optional[OperatorCall]:
         func = call.func
         if isinstance(func, ast.Attribute):
             last = func.attr
         elif isinstance(func, ast.Name):
             last = func.id
+        elif isinstance(func, ast.Call):  # getattr(torch.ops.npu, "...")(...), partial(...)(...)
+            last = ""
         else:
             return None
         # cheap reject: the callee's last part must be an operator name or an overload
         if last not in self._names and last not in ("out", "default") and not (
             last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
-        ) and last not in self.index.imports and not self._maybe_alias_name(func):
+        ) and last not in self.index.imports and last not in self.index.from_imports \
+                and not self._maybe_alias_name(func):
             return None
-        for qualified, receiver in self._qualified_candidates(func, call):
+        for qualified, partials in self._qualify(func, call, depth=0):
             hit = self._lookup(qualified)
             if hit is not None:
                 op, variant = hit
-                return OperatorCall(call, op, variant, receiver)
+                if partials:
+                    self.partials[id(call)] = partials
+                return OperatorCall(call, op, variant)
         return None
 
     # -- internals ----------------------------------------------------------------------
     def _maybe_alias_name(self, func: ast.expr) -> bool:
-        """A plain name or `self.attr` may be bound to an operator object in the function or
-        class (`fa = torch_npu.npu_fused_infer_attention_score`, `self.fa = ...`)."""
+        """A plain name or `self.attr` may be bound to an operator object in the function,
+        class or module (`fa = torch_npu.npu_fused_infer_attention_score`, `self.fa = ...`,
+        `fa = functools.partial(...)`); a callee that is itself a call may be `getattr(...)`."""
+        if isinstance(func, ast.Call):
+            return True
+        names, attrs = self._assigned_names()
         if isinstance(func, ast.Name):
-            # only through a local `name = ...`: a name assigned nowhere in the module is
-            # rejected here without walking its function (the hot path)
-            return func.id in self._assigned_nodes()[0]
-        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-            and func.attr in self._assigned_nodes()[1]
+            # only through an assignment: a name assigned nowhere in the module is rejected
+            # here without tracing (the hot path)
+            return func.id in names
+        return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id in ("self", "cls") and func.attr in attrs
+
+    def _assigned_names(self) -> Tuple[frozenset, frozenset]:
+        """Names and `self.`/`cls.` attributes some `=` of the module binds (tuple targets
+        included). Built once from the index."""
+        if self._assigned is None:
+            names, attrs = set(), set()
+
+            def add(t):
+                if isinstance(t, ast.Name):
+                    names.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    attrs.add(t.attr)
+                elif isinstance(t, (ast.Tuple, ast.List)):
+                    for e in t.elts:
+                        add(e)
+                elif isinstance(t, ast.Starred):
+                    add(t.value)
+
+            for node in self.index.assigns:
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    add(t)
+            for cls in self.index.classes:  # class-body attributes read as self.X
+                for stmt in cls.body:
+                    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                            if isinstance(t, ast.Name):
+                                attrs.add(t.id)
+            self._assigned = (frozenset(names), frozenset(attrs))
+        return self._assigned
 
     def _lookup(self, qualified: str) -> Optional[Tuple[Operator, str]]:
         for prefix, namespace in NAMESPACE_PREFIXES.items():
@@ -111,105 +172,64 @@ class OperatorResolver:
                 return op, variant
         return None
 
-    def _qualified_candidates(self, func: ast.expr, call: ast.Call):
-        for q in self._qualify(func, call, depth=0):
-            yield q, (dotted_name(func.value) if isinstance(func, ast.Attribute) else dotted_name(func)) or "?"
-
-    def _qualify(self, expr: ast.expr, at: ast.AST, depth: int) -> List[str]:
-        """All dotted qualified names `expr` may stand for."""
-        if depth > 4:
+    def _qualify(self, expr: ast.expr, at: ast.AST, depth: int) -> List[Tuple[str, Tuple[ast.Call, ...]]]:
+        """All (dotted qualified name, partials gone through) `expr` may stand for."""
+        if depth > 6:
+            return []
+        tracer, local = self.tracer, self._local
+        if not tracer.owns(at):  # a value from another module: qualified by its imports
+            other = tracer.tracer_for(at)
+            if other is not tracer and tracer.project is not None:
+                return tracer.project.resolver_of(other)._qualify(expr, at, depth)
             return []
         if isinstance(expr, ast.Name):
             out = []
-            for value in self._local_bindings(expr.id, at):
-                out.extend(self._qualify(value, at, depth + 1))
-            if expr.id in self.index.imports:
-                out.append(self.index.imports[expr.id])
+            if expr.id not in self._assigned_names()[0]:
+                # bound by no `=` here: an import, or a name no rule can know
+                if expr.id in self.index.imports:
+                    out.append((self.index.imports[expr.id], ()))
+                project = tracer.project
+                if project is not None and expr.id in self.index.from_imports:
+                    # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
+                    # only when its bytes hold `fia =` or a re-export
+                    for value in project.imported_values(tracer, expr.id, expr.id):
+                        out.extend(self._qualify(value, value, depth + 1))
+                return out
+            for value in local.candidates(expr, at, follow_calls=True):
+                if value is expr:
+                    if expr.id in self.index.imports:
+                        out.append((self.index.imports[expr.id], ()))
+                else:
+                    out.extend(self._qualify(value, value, depth + 1))
             return out
         if isinstance(expr, ast.Attribute):
             base = expr.value
             out = []
-            if isinstance(base, ast.Name) and base.id == "self":
-                for value in self._self_bindings(expr.attr, at):
-                    out.extend(self._qualify(value, at, depth + 1))
-            for q in self._qualify(base, at, depth + 1):
-                out.append(f"{q}.{expr.attr}")
+            if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                for value in local.candidates(expr, at, follow_calls=True):
+                    if value is not expr:
+                        out.extend(self._qualify(value, value, depth + 1))
+            for q, partials in self._qualify(base, at, depth + 1):
+                if not partials:
+                    out.append((f"{q}.{expr.attr}", ()))
             return out
         if isinstance(expr, ast.Call):
-            # self._fa_ops_for(x): a method of this class returning a namespace
             f = expr.func
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
-                out = []
-                for value in self._method_returns(f.attr, at):
+            name = dotted_name(f)
+            if name is not None and (name in ("functools.partial", "partial")
+                                     and self.index.imports.get(name.split(".")[0], "").startswith("functools")
+                                     ) and expr.args and not isinstance(expr.args[0], ast.Starred):
+                return [(q, partials + (expr,)) for q, partials in self._qualify(expr.args[0], at, depth + 1)]
+            if name == "getattr" and len(expr.args) == 2 and isinstance(expr.args[1], ast.Constant) \
+                    and isinstance(expr.args[1].value, str):
+                return [(f"{q}.{expr.args[1].value}", ()) for q, partials in self._qualify(expr.args[0], at, depth + 1)
+                        if not partials]
+            out = []
+            # a method of this class (or a function) returning a namespace or an operator
+            for value in local.candidates(expr, at, follow_calls=True):
+                if value is not expr:
                     out.extend(self._qualify(value, value, depth + 1))
-                return out
-            return []
+            return out
         if isinstance(expr, ast.IfExp):
             return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
-        return []
-
-    def _local_bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
-        """Values assigned to `name` in the function enclosing `at` (all branches, nested
-        functions included)."""
-        func = self.index.enclosing_function(at)
-        if func is None:
-            return []
-        return self._bindings_in(func, name, self._assigned_nodes()[0].get(name, ()))
-
-    def _self_bindings(self, attr: str, at: ast.AST) -> List[ast.expr]:
-        """Values assigned to `self.<attr>` anywhere in the class enclosing `at`."""
-        cls = self.index.enclosing_class(at)
-        if cls is None:
-            return []
-        return self._bindings_in(cls, "self." + attr, self._assigned_nodes()[1].get(attr, ()))
-
-    def _assigned_nodes(self) -> Tuple[Dict[str, List[ast.Assign]], Dict[str, List[ast.Assign]]]:
-        """`=` statements of the module by target: (plain names, `self.` attributes). Built
-        once from the index instead of walking every function and class again (hot path)."""
-        if self._assign_nodes is None:
-            names: Dict[str, List[ast.Assign]] = {}
-            attrs: Dict[str, List[ast.Assign]] = {}
-            for node in self.index.assigns:
-                if isinstance(node, ast.Assign):
-                    for t in node.targets:
-                        if isinstance(t, ast.Name):
-                            names.setdefault(t.id, []).append(node)
-                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                            attrs.setdefault(t.attr, []).append(node)
-            self._assign_nodes = (names, attrs)
-        return self._assign_nodes
-
-    def _bindings_in(self, scope: ast.AST, key: str, nodes) -> List[ast.expr]:
-        """The values of `nodes` (assignments to `key`) inside `scope`, in `ast.walk(scope)`
-        order (breadth first: by depth below `scope`, then source order)."""
-        cached = self._binding_cache.get((id(scope), key))
-        if cached is not None:
-            return cached
-        inside = []
-        for node in dict.fromkeys(nodes):  # `a = a = x` is listed once per target
-            depth = 0
-            for a in self.index.ancestors(node):
-                depth += 1
-                if a is scope:
-                    inside.append((depth, node.lineno, node.col_offset, node))
-                    break
-        inside.sort(key=lambda item: item[:3])
-        attr = key[5:] if key.startswith("self.") else None
-        out = []
-        for *_, node in inside:
-            for t in node.targets:
-                if (attr is None and isinstance(t, ast.Name) and t.id == key) or (
-                        attr is not None and isinstance(t, ast.Attribute) and t.attr == attr
-                        and isinstance(t.value, ast.Name) and t.value.id == "self"):
-                    out.append(node.value)
-        self._binding_cache[(id(scope), key)] = out
-        return out
-
-    def _method_returns(self, name: str, at: ast.AST) -> List[ast.expr]:
-        cls = self.index.enclosing_class(at)
-        if cls is None:
-            return []
-        for stmt in cls.body:
-            if isinstance(stmt, FunctionNode) and stmt.name == name:
-                return [n.value for n in ast.walk(stmt) if isinstance(n, ast.Return) and n.value is not None]
         return []

@@ -61,68 +61,208 @@ class CallArgs:
             yield from items
 
 
+class Each(ast.expr):
+    """Synthetic: any one element of the iterable `value` (a `for` target's value)."""
+
+    _fields = ("value",)
+
+
+class Unknown(ast.expr):
+    """Synthetic: a value the tracer knows nothing about (a loop counter)."""
+
+    _fields = ()
+
+
+FUNCTOOLS_PARTIAL = ("functools.partial", "partial")
+
+
 class ValueTracer:
-    def __init__(self, index: ModuleIndex):
+    """The one assignment tracer of a module: the value tracing of every rule and the
+    operator resolver's alias lookups both ask it.
+
+    With a `project` (kvlint.analysis.project.Project), names imported from the checked
+    project's own modules are followed too: builder functions, classes, module constants.
+    A node of another module is answered by that module's tracer."""
+
+    def __init__(self, index: ModuleIndex, project=None):
         self.index = index
+        self.project = project
         self._assign_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
         self._self_tables: Dict[int, Dict[str, List[Tuple[ast.AST, ast.expr]]]] = {}
+        self._grouped: Optional[Tuple[Dict[int, List[ast.AST]], Dict[int, List[ast.AST]]]] = None
+        self._class_attr_writes: Optional[Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]] = None
         self._defs: Optional[Dict[str, ast.AST]] = None
+        self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
+        self._synthetic_ids: set = set()
+        self._getattr_nodes: Dict[int, ast.expr] = {}
         # candidates() is pure for a given index: memoised, else a chain of names bound to
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
         self._candidates: Dict[Tuple[int, int, int, bool], Tuple[ast.AST, ast.AST, List[ast.expr]]] = {}
 
+    def local_view(self) -> "ValueTracer":
+        """A tracer of the same module that does not follow names into other modules,
+        sharing this one's binding tables and synthetic nodes (not its memo: its answers
+        differ)."""
+        view = ValueTracer(self.index)
+        for name in ("_assign_tables", "_self_tables", "_synthetic", "_synthetic_ids", "_getattr_nodes"):
+            setattr(view, name, getattr(self, name))
+        view._grouped = self._statements()
+        view._defs = self.definitions()
+        view._class_attr_writes = self.class_attribute_writes()
+        return view
+
+    # -- synthetic nodes ------------------------------------------------------------------
+    def _make(self, node: ast.expr, like: ast.AST, parent: ast.AST) -> ast.expr:
+        """Register a synthetic node under `parent`, placed at `like` (its one new child, a
+        subscript's index constant, too; its other children are real nodes)."""
+        ast.copy_location(node, like)
+        self.index.parent[id(node)] = parent
+        if isinstance(node, ast.Subscript):
+            ast.copy_location(node.slice, like)
+            self.index.parent[id(node.slice)] = node
+        self._synthetic.append(node)
+        self._synthetic_ids.add(id(node))
+        return node
+
+    def owns(self, node: ast.AST) -> bool:
+        return node is self.index.tree or id(node) in self.index.parent
+
+    def tracer_for(self, node: ast.AST) -> "ValueTracer":
+        """The tracer of the module `node` belongs to (this one unless it is another
+        module's node)."""
+        if self.project is None or self.owns(node):
+            return self
+        return self.project.tracer_of(node) or self
+
     # -- assignment tables ----------------------------------------------------------------
+    def _flatten_targets(self, target: ast.expr, value: ast.expr, stmt: ast.AST):
+        """(leaf target, value) pairs of one assignment: `a, b = x, y` pairs elementwise;
+        `q, k, v, m = helper(...)` and `mask, mode = (None, 0) if c else (m, 3)` bind each
+        name to its element (`helper(...)[3]`, a synthetic subscript that candidates()
+        projects)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            elts = target.elts
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elts) and not any(
+                    isinstance(e, ast.Starred) for e in list(elts) + list(value.elts)):
+                for t, v in zip(elts, value.elts):
+                    yield from self._flatten_targets(t, v, stmt)
+                return
+            for i, t in enumerate(elts):
+                if isinstance(t, ast.Starred):
+                    return  # elements after a star: position unknown
+                sub = self._make(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()), t, stmt)
+                yield from self._flatten_targets(t, sub, stmt)
+            return
+        yield target, value
+
+    def _loop_targets(self, loop: ast.AST):
+        """(leaf target, value) pairs of a `for` header: `for m, s in zip(masks, modes)` binds
+        each name to an element of its own iterable, `for i, x in enumerate(xs)` x to an
+        element of xs (i to an unknown), `for x in xs` x to an element of xs."""
+        target, it = loop.target, loop.iter
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(it, ast.Call) \
+                and isinstance(it.func, ast.Name) and not it.keywords:
+            fname = it.func.id
+            if fname == "zip" and len(it.args) == len(target.elts) and not any(
+                    isinstance(x, ast.Starred) for x in list(it.args) + list(target.elts)):
+                for t, a in zip(target.elts, it.args):
+                    yield from self._flatten_targets(t, self._make(Each(value=a), t, loop), loop)
+                return
+            if fname == "enumerate" and it.args and len(target.elts) == 2:
+                yield from self._flatten_targets(target.elts[0], self._make(Unknown(), target.elts[0], loop), loop)
+                yield from self._flatten_targets(target.elts[1], self._make(Each(value=it.args[0]), target.elts[1],
+                                                                              loop), loop)
+                return
+        yield from self._flatten_targets(target, self._make(Each(value=it), target, loop), loop)
+
+    def _statement_pairs(self, node: ast.AST):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                yield from self._flatten_targets(target, node.value, node)
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            yield from self._flatten_targets(node.target, node.value, node)
+        elif isinstance(node, ast.NamedExpr):
+            yield node.target, node.value
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            yield from self._loop_targets(node)
+
     def assignments(self, scope: ast.AST) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
         """name -> [(statement, value)] for plain-name assignments directly in `scope`
-        (nested functions and classes excluded)."""
+        (nested functions and classes excluded): `=`, annotated, walrus, tuple unpacking and
+        `for` targets."""
         table = self._assign_tables.get(id(scope))
-        if table is not None:
-            return table
-        table = {}
-        stack = list(ast.iter_child_nodes(scope))
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    self._bind(table, target, node, node.value)
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                self._bind(table, node.target, node, node.value)
-            elif isinstance(node, ast.NamedExpr):
-                self._bind(table, node.target, node, node.value)
-            stack.extend(ast.iter_child_nodes(node))
-        for items in table.values():
-            items.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
-        self._assign_tables[id(scope)] = table
+        if table is None:
+            table = self._assign_tables[id(scope)] = {}
+            for node in self._statements()[0].get(id(scope), ()):
+                for target, value in self._statement_pairs(node):
+                    if isinstance(target, ast.Name):
+                        table.setdefault(target.id, []).append((node, value))
+            _sort(table)
         return table
 
-    @staticmethod
-    def _bind(table, target, stmt, value) -> None:
-        if isinstance(target, ast.Name):
-            table.setdefault(target.id, []).append((stmt, value))
-        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
-                and len(target.elts) == len(value.elts):
-            for t, v in zip(target.elts, value.elts):
-                ValueTracer._bind(table, t, stmt, v)
-
     def self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
+        """attr -> [(statement, value)]: `self.attr = v` in any method (tuple targets
+        included), `attr = v` in the class body, `Cls.attr = v` / `cls.attr = v` anywhere in
+        the module; then the same for base classes of this module that lack the attribute."""
         table = self._self_tables.get(id(cls))
         if table is not None:
             return table
-        table = {}
-        for node in ast.walk(cls):
-            targets: List[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
-            for target in targets:
-                if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                        and target.value.id == "self"):
+        table = self._self_tables[id(cls)] = {}  # a cycle of bases ends here
+        for node in self._statements()[1].get(id(cls), ()):
+            in_body = self.index.parent_of(node) is cls
+            for target, value in self._statement_pairs(node):
+                if in_body and isinstance(target, ast.Name):  # class body: `X = v` is read as self.X
+                    table.setdefault(target.id, []).append((node, value))
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id in ("self", "cls"):
                     table.setdefault(target.attr, []).append((node, value))
-        self._self_tables[id(cls)] = table
+        _sort(table)
+        for (owner, attr), items in self.class_attribute_writes().items():
+            if owner == cls.name:
+                table[attr] = table.get(attr, []) + items
+        for base in cls.bases:
+            b = self.definitions().get(base.id) if isinstance(base, ast.Name) else None
+            if isinstance(b, ast.ClassDef) and b is not cls:
+                for attr, items in self.self_assignments(b).items():
+                    if attr not in table:
+                        table[attr] = items
         return table
+
+    def _statements(self):
+        """Binding statements the ModuleIndex collected, grouped by their scope (function,
+        class body or module) and by their innermost class: one pass, no re-walk (the hot
+        path)."""
+        if self._grouped is None:
+            index = self.index
+            parent = index.parent
+            by_scope: Dict[int, List[ast.AST]] = {}
+            by_class: Dict[int, List[ast.AST]] = {}
+            scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+            for node in (*index.assigns, *index.for_loops, *index.named_exprs):
+                scope = parent.get(id(node))
+                while scope is not None and not isinstance(scope, scope_types):
+                    scope = parent.get(id(scope))
+                by_scope.setdefault(id(scope if scope is not None else index.tree), []).append(node)
+                cls = scope
+                while cls is not None and not isinstance(cls, ast.ClassDef):
+                    cls = parent.get(id(cls))
+                if cls is not None and not isinstance(node, (ast.For, ast.AsyncFor)):
+                    by_class.setdefault(id(cls), []).append(node)
+            self._grouped = (by_scope, by_class)
+        return self._grouped
+
+    def class_attribute_writes(self) -> Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]:
+        """(class name, attr) -> [(statement, value)] for `Cls.attr = v` in the module."""
+        if self._class_attr_writes is None:
+            writes: Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]] = {}
+            classes = {c.name for c in self.index.classes}
+            for node in self.index.assigns:
+                for target, value in self._statement_pairs(node):
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id in classes:
+                        writes.setdefault((target.value.id, target.attr), []).append((node, value))
+            self._class_attr_writes = writes
+        return self._class_attr_writes
 
     def definitions(self) -> Dict[str, ast.AST]:
         """Module-level functions and classes by name."""
@@ -138,34 +278,89 @@ class ValueTracer:
         params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
         return any(p.arg == name for p in params)
 
+    # -- definitions across modules ---------------------------------------------------------
+    def definition(self, expr: ast.expr, at: ast.AST, words=None) -> Optional[Tuple["ValueTracer", ast.AST]]:
+        """The function or class a name or `module.name` stands for: this module's own, or
+        one imported from a module of the checked project (followed through re-exports;
+        with `words`, a bytes regex, only from a module whose bytes match it)."""
+        if isinstance(expr, ast.Name):
+            func = self.index.enclosing_function(at) if self.owns(at) else None
+            if func is not None and (self.assignments(func).get(expr.id) or self.is_parameter(expr.id, func)):
+                return None  # a local name, not the module's definition
+            d = self.definitions().get(expr.id)
+            if d is not None:
+                return self, d
+            if self.project is not None:
+                return self.project.imported_definition(self, expr.id, words)
+            return None
+        if isinstance(expr, ast.Attribute) and self.project is not None:
+            dotted = dotted_name(expr.value)
+            if dotted is not None:
+                return self.project.attribute_definition(self, dotted, expr.attr, words)
+        return None
+
+    def module_binding(self, name: str) -> List[ast.expr]:
+        """Values of a module-level `name` (imported from a project module if not bound here)."""
+        items = self.assignments(self.index.tree).get(name, [])
+        if items:
+            return [v for _, v in items]
+        if self.project is not None and name in self.index.from_imports:
+            return self.project.imported_values(self, name)
+        return []
+
     # -- candidates ------------------------------------------------------------------------
     def bindings(self, name: str, at: ast.AST) -> List[ast.expr]:
         """Values `name` may hold at `at`: assignments in the enclosing function before `at`
-        (every branch), else module-level assignments. When the name is a parameter that is
-        not assigned on every path before `at`, the parameter itself stays a candidate (an
-        unknown leaf): `if q_len > 1: ... else: mask = None` keeps the caller's mask."""
+        (every branch), else those of enclosing functions (a closure), else module-level
+        assignments. When the name is a parameter that is not assigned on every path before
+        `at`, the parameter itself stays a candidate (an unknown leaf): `if q_len > 1: ...
+        else: mask = None` keeps the caller's mask."""
         func = self.index.enclosing_function(at)
         line = getattr(at, "lineno", 10 ** 9)
         if func is not None:
             items = self.assignments(func).get(name, [])
             before = [(stmt, v) for stmt, v in items if stmt.lineno < line]
             if before:
-                values = self._reaching(before, func)
+                values = [_PARAMETER if self._opaque(v) else v for v in self._reaching(before, func)]
                 if self.is_parameter(name, func) and not definitely_assigns(func.body, name, line):
                     values.append(_PARAMETER)
                 return values
             if items or self.is_parameter(name, func):
                 return []
-        items = self.assignments(self.index.tree).get(name, [])
-        return [v for _, v in items]
+            outer = self.index.enclosing_function(func)
+            while outer is not None:  # a closure reads the enclosing function's binding
+                items = self.assignments(outer).get(name, [])
+                if items:
+                    return [v for _, v in items]
+                if self.is_parameter(name, outer):
+                    return []
+                outer = self.index.enclosing_function(outer)
+        return self.module_binding(name)
+
+    def _opaque(self, value: ast.expr) -> bool:
+        """A synthetic element (`a, b = x`, `for a in xs`) of a value the tracer knows nothing
+        about: the name itself is then all there is (its name heuristics still apply), as for
+        a parameter."""
+        if isinstance(value, Unknown):
+            return True
+        if not isinstance(value, (ast.Subscript, Each)) or id(value) not in self._synthetic_ids:
+            return False
+        if isinstance(value, ast.Subscript):  # a tuple element: opaque unless a tuple was found
+            return self.candidates(value, value, follow_calls=True) == [value]
+        base = value.value
+        leaves = self.candidates(base, base, follow_calls=True)
+        return all(isinstance(c, (ast.Name, ast.Attribute, Unknown, Each))
+                   or (isinstance(c, ast.Subscript) and id(c) in self._synthetic_ids) for c in leaves) and not any(
+            isinstance(c, (ast.Tuple, ast.List)) for c in leaves)
 
     def _reaching(self, before, func) -> List[ast.expr]:
         # every assignment from the last one written at the function's top level on (an
-        # earlier top-level one is overwritten); assignments inside branches all count.
+        # earlier top-level one is overwritten); assignments inside branches, and loop
+        # targets (the loop may not run), all count.
         result = []
         for stmt, v in reversed(before):
             result.append(v)
-            if self.index.parent_of(stmt) is func:
+            if self.index.parent_of(stmt) is func and not isinstance(stmt, (ast.For, ast.AsyncFor)):
                 break
         return list(reversed(result))
 
@@ -176,6 +371,10 @@ class ValueTracer:
         at = at if at is not None else expr
         if depth > MAX_DEPTH:
             return [expr]
+        if self.project is not None and not self.owns(at):
+            other = self.project.tracer_of(at)
+            if other is not None and other is not self:
+                return other.candidates(expr, at, depth, follow_calls)
         key = (id(expr), id(at), depth, follow_calls)
         hit = self._candidates.get(key)
         if hit is None:
@@ -199,47 +398,177 @@ class ValueTracer:
                 else:
                     out.extend(self.candidates(v, v, depth + 1, follow_calls))
             return out
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            cls = self.index.enclosing_class(at)
-            if cls is not None:
-                items = self.self_assignments(cls).get(expr.attr, [])
-                if items:
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr, at, depth, follow_calls)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) \
+                and type(expr.slice.value) is int:
+            return self._element(expr, at, depth, follow_calls)
+        if isinstance(expr, Each):
+            out = []
+            for base in self.candidates(expr.value, at, depth + 1, follow_calls):
+                if isinstance(base, (ast.List, ast.Tuple, ast.Set)) and not any(
+                        isinstance(e, ast.Starred) for e in base.elts):
+                    for e in base.elts:
+                        out.extend(self.candidates(e, e, depth + 1, follow_calls))
+                else:
+                    out.append(expr)
+            return list(dict.fromkeys(out)) or [expr]
+        if isinstance(expr, ast.Call):
+            attr = self._getattr_as_attribute(expr)
+            if attr is not None:
+                return self.candidates(attr, at, depth + 1, follow_calls)
+            if follow_calls:
+                returns = self.builder_returns(expr, at)
+                if returns:
                     out = []
-                    for _, v in items:
-                        out.extend(self.candidates(v, v, depth + 1, follow_calls))
+                    for r in returns:
+                        out.extend(self.candidates(r, r, depth + 1, follow_calls))
                     return out
-            return [expr]
-        if follow_calls and isinstance(expr, ast.Call):
-            returns = self.builder_returns(expr, at)
-            if returns:
-                out = []
-                for r in returns:
-                    out.extend(self.candidates(r, r, depth + 1, follow_calls))
-                return out
         return [expr]
 
+    def _getattr_as_attribute(self, call: ast.Call) -> Optional[ast.expr]:
+        """`getattr(x, "name")` (and with a default) read as `x.name`."""
+        f = call.func
+        if not (isinstance(f, ast.Name) and f.id == "getattr" and len(call.args) in (2, 3)
+                and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)
+                and call.args[1].value.isidentifier()):
+            return None
+        node = self._getattr_nodes.get(id(call))
+        if node is None:
+            node = self._getattr_nodes[id(call)] = self._make(
+                ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Load()), call,
+                self.index.parent_of(call) or self.index.tree)
+        return node
+
+    def _element(self, expr: ast.Subscript, at: ast.AST, depth: int, follow_calls: bool) -> List[ast.expr]:
+        """`x[i]` with a literal i: element i of each tuple/list candidate of x (a builder's
+        `return mask, mode` included); the subscript itself for any other candidate."""
+        i = expr.slice.value
+        out: List[ast.expr] = []
+        keep = False
+        for base in self.candidates(expr.value, at, depth + 1, True):
+            if isinstance(base, (ast.Tuple, ast.List)) and -len(base.elts) <= i < len(base.elts) and not any(
+                    isinstance(e, ast.Starred) for e in base.elts):
+                e = base.elts[i]
+                out.extend(self.candidates(e, e, depth + 1, follow_calls))
+            else:
+                keep = True
+        if keep or not out:
+            out.append(expr)
+        return out
+
+    def _attribute(self, expr: ast.Attribute, at: ast.AST, depth: int, follow_calls: bool) -> List[ast.expr]:
+        """`self.x` (any method of the class, its class body, its bases here), `Cls.x` (class
+        attributes), and `obj.x` where obj is built by a class of the project from literals
+        (`cfg = AttnConfig(sparse_mode=0)`, a dataclass default, an `__init__` that stores a
+        parameter)."""
+        base = expr.value
+        if isinstance(base, ast.Name):
+            if base.id in ("self", "cls"):
+                owner = self.index.enclosing_class(at)
+                found = (self, owner) if owner is not None else None
+            else:
+                found = self.definition(base, at)
+            if found is not None and isinstance(found[1], ast.ClassDef):
+                tracer, cls = found
+                out = []
+                for _, v in tracer.self_assignments(cls).get(expr.attr, []):
+                    out.extend(tracer.candidates(v, v, depth + 1, follow_calls))
+                return out or [expr]
+            if base.id in ("self", "cls"):
+                return [expr]
+        out = []
+        keep = False
+        for obj in self.candidates(base, at, depth + 1, False):
+            values = self.tracer_for(obj)._constructed_attribute(obj, expr.attr) if isinstance(obj, ast.Call) else None
+            if values is None:
+                keep = True
+                continue
+            for tracer, v in values:
+                out.extend(tracer.candidates(v, v, depth + 1, follow_calls))
+        if keep or not out:
+            out.append(expr)
+        return out
+
+    def _constructed_attribute(self, call: ast.Call, attr: str):
+        """[(tracer, value)] of attribute `attr` of the object `call` builds when it calls a
+        class of the project; None when unknown."""
+        found = self.definition(call.func, call) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+        if found is None or not isinstance(found[1], ast.ClassDef):
+            return None
+        tracer, cls = found
+        for kw in call.keywords:
+            if kw.arg == attr:
+                return [(self, kw.value)]
+        if any(kw.arg is None for kw in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        init = next((s for s in cls.body if isinstance(s, FunctionNode) and s.name == "__init__"), None)
+        if init is None:  # a dataclass / NamedTuple: fields in order, defaults in the body
+            fields = [s for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            for n, f in enumerate(fields):
+                if f.target.id == attr:
+                    if n < len(call.args):
+                        return [(self, call.args[n])]
+                    return [(tracer, f.value)] if f.value is not None else None
+            items = tracer.self_assignments(cls).get(attr, [])
+            return [(tracer, v) for _, v in items] or None
+        stored = [v for s, v in tracer.self_assignments(cls).get(attr, [])
+                  if tracer.index.enclosing_function(s) is init]
+        if len(stored) != 1:
+            return None
+        value = stored[0]
+        if isinstance(value, ast.Name) and tracer.is_parameter(value.id, init) \
+                and not tracer.assignments(init).get(value.id):
+            params = [p.arg for p in init.args.posonlyargs + init.args.args][1:]
+            if value.id in params and params.index(value.id) < len(call.args):
+                return [(self, call.args[params.index(value.id)])]
+            kw = next((k.value for k in call.keywords if k.arg == value.id), None)
+            if kw is not None:
+                return [(self, kw)]
+            default = _parameter_default(init, value.id)
+            return [(tracer, default)] if default is not None else None
+        return [(tracer, value)]
+
     def builder_returns(self, call: ast.Call, at: ast.AST) -> List[ast.expr]:
-        """Return values of a builder defined in this module/class: `get_mask(...)`,
-        `self._build_mask(...)`, `Cls.method(...)`."""
+        """Return values of a builder defined in this module/class, or imported from a module
+        of the project: `get_mask(...)`, `self._build_mask(...)`, `Cls.method(...)`,
+        `utils.get_mask(...)`."""
         func = call.func
         target: Optional[ast.AST] = None
+        tracer: ValueTracer = self
         if isinstance(func, ast.Name):
-            target = self.definitions().get(func.id)
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            owner = None
-            if func.value.id in ("self", "cls"):
-                owner = self.index.enclosing_class(at)
-            else:
-                d = self.definitions().get(func.value.id)
-                owner = d if isinstance(d, ast.ClassDef) else None
+            found = self.definition(func, at)
+            if found is not None:
+                tracer, target = found
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            owner = self.index.enclosing_class(at)
             if owner is not None:
-                for stmt in owner.body:
-                    if isinstance(stmt, FunctionNode) and stmt.name == func.attr:
-                        target = stmt
-        if not isinstance(target, FunctionNode):
+                target = _method(owner, func.attr, self)
+        elif isinstance(func, ast.Attribute):
+            found = self.definition(func.value, at) if isinstance(func.value, ast.Name) else None
+            if found is not None and isinstance(found[1], ast.ClassDef):
+                tracer, owner = found
+                target = _method(owner, func.attr, tracer)
+            elif self.project is not None and dotted_name(func) is not None and self.definition(func, at):
+                tracer, target = self.definition(func, at)
+            else:  # a method of an object built from a class here or in the project:
+                # `self.block_tables = BlockTable(...)`, later `self.block_tables.get_device_tensor(n)`
+                for obj in self.candidates(func.value, at, 1, False):
+                    owner_tracer = self.tracer_for(obj)
+                    cls = owner_tracer.definition(obj.func, obj) if isinstance(obj, ast.Call) and isinstance(
+                        obj.func, (ast.Name, ast.Attribute)) else None
+                    if cls is not None and isinstance(cls[1], ast.ClassDef):
+                        method = _method(cls[1], func.attr, cls[0])
+                        if method is not None:
+                            tracer, target = cls[0], method
+                            break
+        if isinstance(target, ast.ClassDef) or not isinstance(target, FunctionNode):
             return []
-        return [n.value for n in ast.walk(target) if isinstance(n, ast.Return) and n.value is not None
-                and self.index.enclosing_function(n) is target]
+        return tracer.returns_of(target)
+
+    def returns_of(self, func: ast.AST) -> List[ast.expr]:
+        return [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None
+                and self.index.enclosing_function(n) is func]
 
     # -- literals ---------------------------------------------------------------------------
     def literal(self, expr: ast.expr):
@@ -399,6 +728,38 @@ class ValueTracer:
                           if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
                 return True
         return False
+
+
+def _sort(table: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:
+    for items in table.values():
+        items.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+
+
+def _method(cls: ast.ClassDef, name: str, tracer: "ValueTracer") -> Optional[ast.AST]:
+    """Method `name` of `cls`, or of a base class defined in the same module."""
+    seen = set()
+    while cls is not None and id(cls) not in seen:
+        seen.add(id(cls))
+        for stmt in cls.body:
+            if isinstance(stmt, FunctionNode) and stmt.name == name:
+                return stmt
+        base = next((b for b in cls.bases if isinstance(b, ast.Name)), None)
+        d = tracer.definitions().get(base.id) if base is not None else None
+        cls = d if isinstance(d, ast.ClassDef) else None
+    return None
+
+
+def _parameter_default(func: ast.AST, name: str) -> Optional[ast.expr]:
+    a = func.args
+    positional = a.posonlyargs + a.args
+    offset = len(positional) - len(a.defaults)
+    for n, p in enumerate(positional):
+        if p.arg == name:
+            return a.defaults[n - offset] if n >= offset else None
+    for p, d in zip(a.kwonlyargs, a.kw_defaults):
+        if p.arg == name:
+            return d
+    return None
 
 
 def _arm(node: ast.AST, child: ast.AST) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple, Union
 
 from kvlint.analysis.context import Context
@@ -9,43 +10,99 @@ from kvlint.analysis.dtypes import DtypeInference
 from kvlint.analysis.findings import Edit, Finding, Fix
 from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.resolve import OperatorCall, OperatorResolver
+from kvlint.analysis.summaries import AdapterResolver, operator_words
 from kvlint.analysis.values import CallArgs, ValueTracer
 from kvlint.catalog import Catalog
 from kvlint.settings import Settings
 
 
+def is_test_path(path: str) -> bool:
+    """Heuristic TEST_DOUBLES: test_*.py, *_test.py, conftest.py or a file under tests/."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(p in ("tests", "test") for p in parts[:-1]))
+
+
 class FileContext:
     """Everything a rule may ask about one file; each piece computed once."""
 
-    def __init__(self, index: ModuleIndex, catalog: Catalog, settings: Settings):
+    def __init__(self, index: ModuleIndex, catalog: Catalog, settings: Settings, project=None):
         self.index = index
         self.source = index.source
         self.catalog = catalog
         self.settings = settings
-        self.resolver = OperatorResolver(index, catalog)
-        self.values = ValueTracer(index)
+        self.values = ValueTracer(index, project)
+        self.resolver = OperatorResolver(index, catalog, self.values)
         self.dtypes = DtypeInference(self.values)
         self.context = Context(index, settings.names)
         self._op_calls: Optional[List[OperatorCall]] = None
+        self._checked_calls: Optional[List[OperatorCall]] = None
+        self.current_call: Optional[ast.Call] = None  # the operator call a rule is checking
+        self.adapter_calls: set = set()  # ids of the synthetic calls standing for adapter calls
+        self.adapters = AdapterResolver(self.resolver, operator_words(catalog))
         self._args: Dict[int, CallArgs] = {}
 
     @property
     def op_calls(self) -> List[OperatorCall]:
+        """The file's direct operator calls (what module-level rules enumerate)."""
         if self._op_calls is None:
             self._op_calls = [oc for oc in map(self.resolver.resolve, self.index.calls) if oc is not None]
         return self._op_calls
+
+    @property
+    def checked_calls(self) -> List[OperatorCall]:
+        """What `check_call` rules run on: the direct operator calls, and calls of adapters
+        (functions that forward their parameters to an operator, kvlint/analysis/summaries.py)
+        as synthetic calls of the operator placed at the call site, in source order."""
+        if self._checked_calls is None:
+            direct = {id(oc.call) for oc in self.op_calls}
+            names = self.catalog.operator_names()
+            # TEST_DOUBLES: tests patch adapters (`@patch("...DeviceOperator.X")`), so their
+            # calls there are not taken for the operator
+            adapters = not is_test_path(self.source.path)
+            calls = []
+            for call in self.index.calls:
+                if id(call) in direct:
+                    calls.append(self.resolver.resolve(call))
+                elif adapters and self.adapters.candidate(call, names):
+                    oc = self.adapters.resolve(call)
+                    if oc is not None:
+                        self.adapter_calls.add(id(oc.call))
+                        calls.append(oc)
+            self._checked_calls = calls
+        return self._checked_calls
 
     def args(self, call: ast.Call) -> CallArgs:
         a = self._args.get(id(call))
         if a is None:
             a = self._args[id(call)] = self.values.call_args(call)
+            for partial in self.resolver.partials.get(id(call), ()):
+                # functools.partial(op, k=v): k=v is the call's keyword too
+                bound = self.values.call_args(partial)
+                for name, items in bound.keywords.items():
+                    if name not in a.keywords:
+                        a.keywords[name] = items
+                if len(partial.args) > 1 or not bound.complete:
+                    a.complete = False  # bound positionals shift the call's own: not modelled
         return a
 
     def finding(self, code: str, node: ast.AST, message: str, fix: Optional[Fix] = None,
                 anchor: Optional[ast.AST] = None, branch: Optional[str] = None) -> Finding:
         """A finding at `node`. `# noqa` works on the node's line and on the first line of the
         statement holding `anchor` (default: `node`). `branch`: the heuristic branch of the
-        rule that found it (`[branches.NAME]` in the rule's TOML), whose severity applies."""
+        rule that found it (`[branches.NAME]` in the rule's TOML), whose severity applies.
+
+        A node of another module (a value built in a builder module) is reported at the
+        operator call being checked, naming where the value is built; its fix, an edit of the
+        other file, is dropped."""
+        if self.current_call is not None and id(self.current_call) in self.adapter_calls:
+            fix = None  # the call's arguments were mapped through an adapter: no edit is safe
+        if not self.values.owns(node):
+            where = self._foreign_place(node)
+            node = anchor = self.current_call if self.current_call is not None else self.index.tree.body[0]
+            message = f"{message} [built at {where}]" if where else message
+            fix = None
         line, col, end_line, end_col = self.index.span(node)
         stmt = self.index.statement_of(anchor if anchor is not None else node)
         noqa = tuple(sorted({line, getattr(stmt, "lineno", line)}))
@@ -62,6 +119,17 @@ class FileContext:
         `--preview` / `preview = true`."""
         info = self.catalog.rules.get(code)
         return info is None or not info.branches[branch].preview or self.settings.preview
+
+    def _foreign_place(self, node: ast.AST) -> str:
+        tracer = self.values.tracer_for(node)
+        if tracer is self.values or not hasattr(node, "lineno"):
+            return ""
+        path = tracer.index.source.path
+        try:
+            path = os.path.relpath(path)
+        except ValueError:  # another drive
+            pass
+        return f"{path}:{node.lineno}"
 
     def edit_replace(self, node: ast.AST, text: str) -> Edit:
         line, col, end_line, end_col = self.index.span(node)

@@ -3,16 +3,52 @@ import ast
 from typing import Optional
 
 from kvlint.analysis.findings import Fix
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.fixes import add_keyword
+from kvlint.facts import load_facts
 from kvlint.helpers.args import missing_keyword
+from kvlint.helpers.fixes import add_keyword
 
 FACTS = load_facts()
 
 # Heuristic HEAD_DIM_NAMES: the names a head dimension goes by in the corpus.
 HEAD_DIM_NAMES = ("head_dim", "head_size")
+# Heuristic SCALE_NAMES: the names an already computed softmax scale goes by (vLLM's
+# `self.scale`, HF's `self.scaling`, `softmax_scale`); the fix passes it before computing one.
+SCALE_NAMES = ("softmax_scale", "scale", "scaling", "sm_scale", "scale_value")
+
+
+def _in_scope(call: ast.Call, ctx: FileContext, names) -> Optional[str]:
+    """The first of `names` visible at `call`: a parameter or an earlier local of the
+    enclosing function, else -- in a method -- `self.<name>` assigned in the class."""
+    fn = ctx.index.enclosing_function(call)
+    if fn is None:
+        return None
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    locals_before = {node.id for node in ast.walk(fn) if isinstance(node, ast.Name)
+                     and isinstance(node.ctx, ast.Store) and node.lineno < call.lineno}
+    for name in names:
+        if name in params or name in locals_before:
+            return name
+    cls = ctx.index.enclosing_class(call)
+    if cls is None or not params or params[0] != "self":
+        return None
+    assigned = {node.attr for node in ast.walk(cls) if isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    for name in names:
+        if name in assigned:
+            return f"self.{name}"
+    return None
+
+
+def known_scale(call: ast.Call, ctx: FileContext) -> Optional[str]:
+    """The scale expression for `call`: a scale already in scope (SCALE_NAMES), else
+    `<head dim> ** -0.5` from a known head dim, else None."""
+    scale = _in_scope(call, ctx, SCALE_NAMES)
+    if scale is not None:
+        return scale
+    head_dim = known_head_dim(call, ctx)
+    return f"{head_dim} ** -0.5" if head_dim is not None else None
 
 
 def known_head_dim(call: ast.Call, ctx: FileContext) -> Optional[str]:
@@ -20,35 +56,17 @@ def known_head_dim(call: ast.Call, ctx: FileContext) -> Optional[str]:
     a parameter or an earlier local assignment of `head_dim`/`head_size` in the enclosing
     function, or -- in a method -- `self.head_dim`/`self.head_size` assigned anywhere in the
     class. Never `query.shape[-1]`: with BSH/TND layouts that is heads * head_dim."""
-    fn = ctx.index.enclosing_function(call)
-    if fn is None:
-        return None
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    for name in HEAD_DIM_NAMES:
-        if name in params:
-            return name
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in HEAD_DIM_NAMES \
-                and node.lineno < call.lineno:
-            return node.id
-    cls = ctx.index.enclosing_class(call)
-    if cls is None or not params or params[0] != "self":
-        return None
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in HEAD_DIM_NAMES \
-                and isinstance(node.value, ast.Name) and node.value.id == "self":
-            return f"self.{node.attr}"
-    return None
+    return _in_scope(call, ctx, HEAD_DIM_NAMES)
 
 
 def scale_fix(call: ast.Call, keyword: str, ctx: FileContext) -> Optional[Fix]:
-    head_dim = known_head_dim(call, ctx)
-    if head_dim is None:
+    scale = known_scale(call, ctx)
+    if scale is None:
         return None
-    edit = add_keyword(call, f"{keyword}={head_dim} ** -0.5", ctx)
+    edit = add_keyword(call, f"{keyword}={scale}", ctx)
     if edit is None:
         return None
-    return Fix(f"pass {keyword}={head_dim} ** -0.5", (edit,), safe=False)
+    return Fix(f"pass `{keyword}={scale}`", (edit,), safe=False)
 
 
 @register
@@ -57,8 +75,9 @@ class MissingScale(Rule):
     operators = FACTS.family("scale_readers")
 
     def check_call(self, oc, ctx: FileContext):
+        scale = (known_scale(oc.call, ctx) or "head_dim ** -0.5").replace("{", "{{").replace("}", "}}")
         finding = missing_keyword(self.code, oc, ctx, "scale",
                                   "the softmax scale defaults to 1.0, so the attention is unscaled; "
-                                  "pass `{keyword}=head_dim ** -0.5`", scale_fix)
+                                  f"pass `{{keyword}}={scale}`", scale_fix)
         if finding is not None:
             yield finding

@@ -1,11 +1,13 @@
 """KV109: the softmax scale divides a head-axis tensor's last dim by the head count
 (docs: rules/codes/KV109.toml)."""
 import ast
+import re
 from typing import Iterator, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import literals, param_values
 from kvlint.helpers.roles import operators_with, role_values
 
@@ -13,6 +15,11 @@ from kvlint.helpers.roles import operators_with, role_values
 HEADS_NAMES = ("num_heads", "head_num", "n_heads", "nheads", "num_attention_heads", "num_heads",
                "num_q_heads", "num_query_heads", "num_local_heads", "n_head")
 RESHAPES = ("view", "reshape", "unflatten")
+# the input layouts whose query has its own head axis (rules/facts/fa.toml head_axis; BSH and
+# SBH fold the heads into H)
+HEAD_AXIS = load_facts().fa.head_axis
+# what a finding needs in the bytes: `.shape[-1]` or `.size(-1)`, however spaced
+LAST_DIM_PATTERN = re.compile(rb"shape\s*\[\s*-\s*1\s*\]|size\s*\(\s*-\s*1\s*\)")
 TENSOR_ROLES = ("query", "key", "value")
 
 
@@ -50,7 +57,7 @@ class HeadDimDividedTwice(Rule):
     operators = operators_with("scale", "num_heads")
 
     def required_words(self, settings):
-        return (("shape[-1]", "size(-1)"),)
+        return ((LAST_DIM_PATTERN,),)
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":
@@ -79,7 +86,7 @@ class HeadDimDividedTwice(Rule):
         layouts = [v for v in (literals(oc, ctx, "input_layout") or []) if isinstance(v, str)]
         for role in TENSOR_ROLES:
             for arg in param_values(oc, ctx, role):
-                if ctx.text(arg) == text and layouts and all("N" in lay.split("_")[0] for lay in layouts):
+                if ctx.text(arg) == text and layouts and all(lay.split("_")[0] in HEAD_AXIS for lay in layouts):
                     return f"is the {role} of a {layouts[0]} call"
         for cand in ctx.values.candidates(x, at):
             if isinstance(cand, ast.Call) and isinstance(cand.func, ast.Attribute) and cand.func.attr in RESHAPES:

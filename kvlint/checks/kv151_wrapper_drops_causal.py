@@ -5,10 +5,14 @@ import ast
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
+from kvlint.helpers.roles import role_values
+from kvlint.helpers.sparse import sparse_view
 
-MASK_READERS = load_facts().family("mask_readers")
+FACTS = load_facts()
+MASK_READERS = FACTS.family("mask_readers")
 
 CAUSAL_PARAMS = ("causal", "is_causal")
+CAUSAL_MODES = frozenset(FACTS.fa.sparse.causal_or_band)
 # CALLERS_MASK: a required mask parameter of the wrapper (as KV150 names them, no default)
 # that reaches every call's atten_mask, as in Hugging Face's attention-interface functions
 # `(module, query, key, value, attention_mask, ...)`: the caller always supplies the mask and
@@ -40,6 +44,8 @@ class WrapperDropsCausal(Rule):
             param = params.get(name)
             if param is None or self._read(name, func, ctx) or self._callers_mask(params, calls, func, ctx):
                 continue
+            if all(self._always_causal(c, ctx) for c in calls):
+                continue
             lines = ", ".join(str(c.call.lineno) for c in calls)
             yield ctx.finding(
                 self.code, param,
@@ -47,6 +53,13 @@ class WrapperDropsCausal(Rule):
                 f"(line {lines}) run the same whatever the caller asks, so a caller asking for causal "
                 f"attention silently gets the call's fixed masking (bidirectional when it has no "
                 f"causal mask); choose sparse_mode / atten_mask / next_tokens from `{name}`")
+
+    @staticmethod
+    def _always_causal(oc, ctx: FileContext) -> bool:
+        """The call is causal whatever the flag: a literal causal or band mode, and a mask."""
+        view = sparse_view(oc, ctx)
+        return view.modes_known and bool(view.modes) and not view.no_mask and \
+            all(m in CAUSAL_MODES for m in view.modes)
 
     @staticmethod
     def _callers_mask(params, calls, func, ctx: FileContext) -> bool:
@@ -61,7 +74,7 @@ class WrapperDropsCausal(Rule):
         if not masks:
             return False
         bindings = Bindings(func)
-        return all(any(bindings.depends(v, m) for v in ctx.args(c.call).values("atten_mask") for m in masks)
+        return all(any(bindings.depends(v, m) for v in role_values(c, ctx, "mask") for m in masks)
                    for c in calls)
 
     @staticmethod

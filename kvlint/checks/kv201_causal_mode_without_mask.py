@@ -1,11 +1,13 @@
 """KV201: a sparse_mode that needs a mask, with no atten_mask (docs: rules/codes/KV201.toml)."""
 import ast
+from typing import Iterator
 
-from kvlint.facts import load_facts
+from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.roles import role_values, spelling
-from kvlint.helpers.sparse import sparse_view
+from kvlint.helpers.sparse import branch_views, sparse_view
 from kvlint.helpers.windows import mentioned
 
 FACTS = load_facts()
@@ -27,6 +29,7 @@ class CausalModeWithoutMask(Rule):
         if not modes or view.mode_node is None:
             return
         if view.mask_passed and not view.mask_all_none:
+            yield from self._per_branch(oc, ctx, ignores)
             return
         if not view.mask_passed and not view.complete:
             return  # an unresolved **kwargs may carry the mask
@@ -48,6 +51,25 @@ class CausalModeWithoutMask(Rule):
                        f"operator raises for q_len > 1; pass `atten_mask=` a {SQ} bool "
                        f"mask (True = masked)")
         yield ctx.finding(self.code, view.mode_node, message, anchor=oc.call)
+
+    def _per_branch(self, oc, ctx: FileContext, ignores) -> "Iterator":
+        """Mask and mode set per branch: a branch whose mode needs the mask and whose mask is
+        literal None (`if c: mask, mode = None, 3`), where other branches pass one."""
+        if ignores:
+            return
+        if ctx.context.phase(oc.call) == DECODE:
+            return
+        for b in branch_views(oc, ctx) or ():
+            # a branch that drops the mask on the decode path (`if max_query_len > 1: mask = m
+            # else: mask = None`) does not raise: q_len is 1 there
+            if b.mode in FACTS.fa.mask.compressed_modes and b.mask_none and b.mode_value is not None \
+                    and b.phase != DECODE:
+                yield ctx.finding(
+                    self.code, b.mode_value,
+                    f"sparse_mode {b.mode} needs the {SQ} compressed mask but `atten_mask` is None on "
+                    f"this branch: the operator raises for q_len > 1; pass `atten_mask=` a {SQ} bool "
+                    f"mask (True = masked) there too", anchor=oc.call)
+                return
 
     @staticmethod
     def _mode_follows_mask(oc, ctx: FileContext) -> bool:

@@ -2,9 +2,10 @@
 import ast
 
 from kvlint.analysis.findings import Fix
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
+from kvlint.helpers.fixes import set_keyword
 from kvlint.helpers.sparse import sparse_view
 
 FACTS = load_facts()
@@ -29,7 +30,9 @@ def right_down_fix(node, ctx: FileContext):
     """Unsafe fix, only for a literal `sparse_mode=2` in the call itself: make it 3. Unsafe
     because it changes which keys are visible when the query is shorter than the KV (which
     is the point, but only the author knows the mask and lengths match mode 3)."""
+    call = ctx.index.parent_of(node)
     if isinstance(node, ast.keyword) and isinstance(node.value, ast.Constant) and node.value.value == 2 \
-            and type(node.value.value) is int:
-        return Fix("use sparse_mode=3 (right-down causal)", (ctx.edit_replace(node.value, "3"),), safe=False)
+            and type(node.value.value) is int and isinstance(call, ast.Call):
+        edit = set_keyword(call, node.arg, "3", ctx)  # a libcst transformation of the call
+        return Fix("use sparse_mode=3 (right-down causal)", (edit,), safe=False) if edit else None
     return None

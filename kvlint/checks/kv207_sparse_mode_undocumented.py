@@ -1,9 +1,9 @@
 """KV207: a literal sparse_mode outside the documented set (docs: rules/codes/KV207.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import int_literals, literals
 from kvlint.helpers.roles import role_node
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 
@@ -17,11 +17,13 @@ class SparseModeUndocumented(Rule):
         found = literals(oc, ctx, "sparse_mode")
         if not found:
             return
-        allowed = FACTS.operator(oc.name).sparse_modes or ()
+        facts = FACTS.operator(oc.name)
+        allowed = facts.sparse_modes or ()
         wrong = sorted(set(v for v in int_literals(found) if v not in allowed))
+        node = role_node(oc, ctx, "sparse_mode") or oc.call.func
         if not wrong:
+            yield from self._layout_bound(oc, ctx, facts, set(int_literals(found)), node)
             return
-        node = role_node(oc, ctx, "sparse_mode")
         v = wrong[0]
         reserved = FACTS.fa.sparse.reserved
         elsewhere = [name for name in self.operators if v in (FACTS.operator(name).sparse_modes or ())]
@@ -36,3 +38,20 @@ class SparseModeUndocumented(Rule):
             self.code, node,
             f"sparse_mode={v} {what}: {oc.name} accepts "
             f"{', '.join(map(str, allowed))} and raises on anything else", anchor=oc.call)
+
+    def _layout_bound(self, oc, ctx: FileContext, facts, modes, node):
+        """npu_fusion_attention: modes 7/8 exist only for TND (varlen), 5 not for TND."""
+        layouts = [v for v in (literals(oc, ctx, FACTS.keyword(oc.name, "layout") or "input_layout") or [])
+                   if isinstance(v, str)]
+        if not layouts or len(set(layouts)) != 1:
+            return
+        tnd = layouts[0].split("_")[0] == "TND"
+        for v in sorted(modes):
+            if (v in facts.tnd_only_sparse_modes and not tnd) or (v in facts.not_tnd_sparse_modes and tnd):
+                need = "only with input_layout TND (varlen)" if not tnd else "not with input_layout TND"
+                yield ctx.finding(
+                    self.code, node,
+                    f"sparse_mode={v} ({'a varlen band mode' if not tnd else 'prefix, non-compressed'}) "
+                    f"is accepted {need}, but this {oc.name} call uses {layouts[0]}: it raises when it "
+                    f"runs", anchor=oc.call)
+                return

@@ -1,14 +1,14 @@
 """KV222: a mask of unknown dtype and polarity cast to bool for atten_mask
 (docs: rules/codes/KV222.toml)."""
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
-from kvlint.analysis.dtypes import dtype_of_expr
+from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.masks import mask_constructions
 from kvlint.facts import load_facts
+from kvlint.helpers.masks import mask_constructions
 
 FACTS = load_facts()
 
@@ -36,6 +36,24 @@ def bool_cast(expr: ast.expr) -> Optional[ast.Call]:
     return None
 
 
+def negation(expr: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
+    """(the negating node, what it negates) for `torch.logical_not(x)`, `x.logical_not()` and
+    `~x.bool()` / `~x.to(torch.bool)`, looking through device/shape-keeping calls on top."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in KEEPING \
+            and not receiver_is_module(expr.func.value):
+        expr = expr.func.value
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "logical_not":
+        if receiver_is_module(expr.func.value) and len(expr.args) == 1:
+            return expr, expr.args[0]
+        if not receiver_is_module(expr.func.value) and not expr.args:
+            return expr, expr.func.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Invert):
+        cast = bool_cast(expr.operand)
+        if cast is not None:
+            return expr, cast.func.value
+    return None
+
+
 @register
 class MaskCastToBool(Rule):
     code = "KV222"
@@ -43,6 +61,19 @@ class MaskCastToBool(Rule):
 
     def check_call(self, oc, ctx: FileContext):
         for site in mask_constructions(oc, ctx):
+            negated = negation(site)
+            if negated is not None:
+                node, source = negated
+                if self._foreign(source, node, ctx) and not self._checked(source, node, ctx):
+                    name = dotted_name(source) or ctx.text(source)
+                    yield ctx.finding(
+                        self.code, node,
+                        f"`{name}` is negated into a bool mask for {oc.name}'s `atten_mask` (line "
+                        f"{oc.call.lineno}) without a look at its dtype: a bool/1-0 keep mask (SDPA, "
+                        f"Hugging Face) comes out right, but an additive float mask (0 keep / -inf "
+                        f"masked) comes out inverted, silently; check the dtype and say the "
+                        f"polarity: `{name} < 0` (additive), `{name} == 0` (keep mask)")
+                continue
             cast = bool_cast(site)
             if cast is None:
                 continue

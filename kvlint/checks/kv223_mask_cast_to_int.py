@@ -1,6 +1,7 @@
 """KV223: a mask of unknown dtype cast to int8/uint8 for atten_mask
 (docs: rules/codes/KV223.toml)."""
 import ast
+import re
 from typing import Optional
 
 from kvlint.analysis.dtypes import dtype_of_expr
@@ -15,6 +16,8 @@ MASK_READERS = load_facts().family("mask_readers")
 
 INT_DTYPES = ("int8", "uint8")
 INT_METHODS = {"byte": "uint8", "char": "int8"}
+# what a finding needs in the bytes: an int8/uint8 dtype, or `.byte(` / `.char(` however spaced
+INT_CAST_PATTERN = re.compile(rb"int8|\.\s*(?:byte|char)\s*\(")
 
 
 def int_cast(expr: ast.expr) -> Optional[ast.Call]:
@@ -43,7 +46,7 @@ class MaskCastToInt(Rule):
     operators = MASK_READERS
 
     def required_words(self, settings):
-        return (("int8", "uint8", ".byte()", ".char()"),)
+        return ((INT_CAST_PATTERN,),)
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":

@@ -5,9 +5,16 @@ from typing import Optional
 
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
-from kvlint.helpers.windows import (WINDOW_WORD, guard_mentions, is_window_name, mentioned, self_attribute_values, window_leaves)
+from kvlint.helpers.windows import (
+    WINDOW_WORD,
+    guard_mentions,
+    is_window_name,
+    mentioned,
+    self_attribute_values,
+    window_leaves,
+)
 
 NONE, MINUS_ONE = "None", "-1"
 
@@ -46,7 +53,7 @@ class NoWindowSentinelAsPreTokens(Rule):
     operators = operators_with("pre_tokens")
 
     def required_words(self, settings):
-        return ((WINDOW_WORD,),)
+        return ((NoCase(WINDOW_WORD),),)  # WINDOW_NAME lowercases
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":
@@ -71,8 +78,9 @@ class NoWindowSentinelAsPreTokens(Rule):
                 if sentinel == NONE:
                     effect = "a layer without a window then passes None and the call raises TypeError there"
                 else:
-                    effect = (f"a layer without a window then runs with {keyword}=-1: an empty or "
-                              f"one-sided band instead of full attention, silently")
+                    effect = (f"a layer without a window then runs with {keyword}=-1, a band that "
+                              f"ends before the query (with next_tokens=0: empty, so every row is fully "
+                              f"masked, or rejected for TND) instead of full attention")
                 yield ctx.finding(
                     self.code, node,
                     f"`{text}` goes into `{keyword}` unchecked, but {sentinel} means \"no window\" "

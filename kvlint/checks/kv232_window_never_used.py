@@ -3,7 +3,7 @@ uses (docs: rules/codes/KV232.toml)."""
 import ast
 
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.helpers.roles import operators_with, role_values, spelling
 from kvlint.helpers.sparse import sparse_view
 from kvlint.helpers.windows import WINDOW_WORD, is_window_name
@@ -17,7 +17,7 @@ class WindowNeverUsed(Rule):
     operators = WINDOW_OPERATORS
 
     def required_words(self, settings):
-        return ((WINDOW_WORD,),)
+        return ((NoCase(WINDOW_WORD),),)  # WINDOW_NAME lowercases
 
     def check_module(self, ctx: FileContext):
         by_class = {}

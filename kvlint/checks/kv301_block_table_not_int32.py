@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, Optional, Tuple
+from typing import Optional
 
 from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
 from kvlint.analysis.findings import Edit, Fix
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
-from kvlint.checks.base import FileContext, Rule
+from kvlint.checks.base import FileContext, Rule, is_test_path
 from kvlint.facts import load_facts
 
 FACTS = load_facts()
@@ -26,11 +26,8 @@ POSTFIX_SAFE = (ast.Call, ast.Name, ast.Attribute, ast.Subscript)
 
 
 def is_test_file(path: str) -> bool:
-    """Heuristic TEST_DOUBLES: test_*.py, *_test.py, conftest.py or a file under tests/."""
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
-            or any(p in ("tests", "test") for p in parts[:-1]))
+    """Heuristic TEST_DOUBLES (kvlint.checks.base.is_test_path)."""
+    return is_test_path(path)
 
 
 def construction_dtype(site: ast.expr, ctx: FileContext) -> Optional[str]:

@@ -6,16 +6,17 @@ from typing import Iterator, Optional, Tuple
 from kvlint.analysis.values import UNKNOWN
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import param_values, passes_value
 from kvlint.facts import load_facts
+from kvlint.helpers.args import param_values, passes_value
 from kvlint.helpers.roles import role_node, role_values
 
 PAGED_READERS = load_facts().family("paged_readers")
 
 RESHAPES = ("view", "reshape")
 KEEPING = ("contiguous", "clone", "detach", "npu")
-# A 3-D paged cache is (num_blocks, block_size, kv_heads * head_dim): the block is dim 1.
-BLOCK_DIM_3D = 1
+# A 3-D paged cache is (num_blocks, block_size, kv_heads * head_dim): the block axis per
+# cache rank is an operator fact (rules/facts/fa.toml paged_cache_block_axis).
+BLOCK_DIM_3D = load_facts().fa.paged_cache_block_axis[3]
 
 
 def cache_view(expr: ast.expr, ctx: FileContext, at: ast.AST) -> Iterator[ast.Call]:

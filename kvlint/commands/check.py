@@ -19,6 +19,7 @@ from kvlint.discovery import GitIgnore, discover
 from kvlint.report import Report, plural, summary_lines
 from kvlint.settings import Settings
 
+# kvlint's exit codes (README "Exit codes"), for every command
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "full", "concise", "json", "json-lines", "github", "gitlab", "sarif", "junit")
 TEXT_FORMATS = ("text", "concise")  # the ones that print ruff's summary lines
@@ -61,12 +62,13 @@ def _globs(text: str) -> List[str]:
 
 def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
     from kvlint.cache import DEFAULT_DIR, open_cache
-    from kvlint.runner import check_files  # issue 5: scheduling, --jobs, cache
+    from kvlint.runner import check_files  # scheduling, --jobs, cache
 
     use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
     directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
     cache = open_cache(directory, settings) if use_cache else None
-    results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache)
+    results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache,
+                          roots=getattr(args, "paths", None) or ())
     if cache is not None:
         problem = cache.save()
         if problem:
@@ -211,7 +213,8 @@ def render(report: Report, args) -> str:
         text = statistics.render(report)
         return text + ("".join(line + "\n" for line in summary_lines(report)) if summary and report.findings else "")
     if fmt == "text":
-        from kvlint.report.text_format import render as render_text, use_color
+        from kvlint.report.text_format import render as render_text
+        from kvlint.report.text_format import use_color
 
         if args.quiet and not report.findings and not report.errors:
             return ""

@@ -83,8 +83,10 @@ def missing_keyword(rule_code: str, oc: OperatorCall, ctx: FileContext, role: st
     keyword = load_facts().keyword(oc.name, role)
     if keyword is None:
         return None
-    if not omits(oc, ctx, keyword):
-        return None
+    from kvlint.helpers.keywords import misnamed
+
+    if not omits(oc, ctx, keyword) or misnamed(oc, ctx, keyword):
+        return None  # passed under the other version's name: KV101's finding (or KV102's)
     fix = fix_for(oc.call, keyword, ctx) if fix_for else None
     return ctx.finding(rule_code, oc.call.func,
                        f"{oc.name} without `{keyword}`: {consequence.format(keyword=keyword)}", fix)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
-from kvlint.analysis.findings import Edit, Fix
+from kvlint.analysis.findings import Fix
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import KeywordArg
 from kvlint.checks.base import FileContext
@@ -37,15 +37,37 @@ def other_version_name(op_name: str, keyword: str, ctx: FileContext) -> Optional
     return None
 
 
+def misnamed(oc: OperatorCall, ctx: FileContext, keyword: str) -> List[KeywordArg]:
+    """The arguments passed for `keyword` under another name that KV101 (the other FA
+    version's name) or KV102 (a documented keyword hint, `scale` for `scale_value`) reports
+    with `keyword` as the right name. Such a value is there, misnamed: the rules about that
+    keyword being left at its default (KV103, KV104) or dropped by a wrapper (KV150) leave the
+    call to KV101/KV102 (one mistake, one finding) -- when that rule runs: with KV101 (KV102)
+    not enabled, nothing is subsumed, so no mistake goes unreported."""
+    hints = load_facts().keyword_hints.get(oc.name, {})
+    by_version, by_hint = ctx.settings.enabled("KV101"), ctx.settings.enabled("KV102")
+    out = []
+    for kw in unknown_keywords(oc, ctx):
+        other = other_version_name(oc.name, kw.name, ctx)
+        hint = hints.get(kw.name)
+        if (by_version and other is not None and other[1] == keyword) or \
+                (by_hint and other is None and hint is not None and hint.use == keyword):
+            out.append(kw)
+    return out
+
+
 def rename_fix(kw: KeywordArg, new: str, ctx: FileContext) -> Optional[Fix]:
     """Rename a keyword where it is written: `name=`, a dict key or a `d["name"]` key."""
     node = kw.node
     if isinstance(node, ast.keyword):
-        line = node.lineno
-        col = ctx.index.char_col(line, node.col_offset)
-        if ctx.source.line(line)[col:col + len(kw.name)] != kw.name:
+        call = ctx.index.parent_of(node)
+        if not isinstance(call, ast.Call):
             return None
-        edit = Edit((line, col), (line, col + len(kw.name)), new)
+        from kvlint.helpers.fixes import rename_keyword
+
+        edit = rename_keyword(call, node, new, ctx)  # a libcst transformation of the call
+        if edit is None:
+            return None
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         old = ctx.text(node)
         if len(old) < 2 or old[0] not in "\"'" or old[-1] != old[0]:

@@ -13,8 +13,8 @@ from typing import List, Optional, Tuple
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
-from kvlint.helpers.args import param_values, positional_value
 from kvlint.facts import load_facts
+from kvlint.helpers.args import param_values, positional_value
 
 FACTS = load_facts()
 
@@ -23,10 +23,6 @@ def spelling(op_name: str, role: str) -> Optional[str]:
     """The keyword `op_name` uses for `role` (rules/facts/operators.toml), or None when it has
     no such parameter."""
     return FACTS.keyword(op_name, role)
-
-
-def has_role(op_name: str, role: str) -> bool:
-    return spelling(op_name, role) is not None
 
 
 def role_values(oc: OperatorCall, ctx: FileContext, role: str) -> List[ast.expr]:
@@ -45,18 +41,6 @@ def role_node(oc: OperatorCall, ctx: FileContext, role: str) -> Optional[ast.AST
     if kws:
         return kws[0].node
     return positional_value(oc, ctx, keyword)
-
-
-def role_passed(oc: OperatorCall, ctx: FileContext, role: str) -> Tuple[bool, bool]:
-    """(passed, conditional): whether the call passes `role`, and whether only on some paths
-    (a key added to the `**dict` inside a branch)."""
-    keyword = spelling(oc.name, role)
-    if keyword is None:
-        return False, False
-    kws = ctx.args(oc.call).keywords.get(keyword, [])
-    if kws:
-        return True, any(k.conditional for k in kws)
-    return positional_value(oc, ctx, keyword) is not None, False
 
 
 def operators_with(*roles: str) -> Tuple[str, ...]:

@@ -8,8 +8,8 @@ from typing import List, Optional, Set
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
-from kvlint.helpers.roles import positional_value
 from kvlint.facts import load_facts
+from kvlint.helpers.roles import positional_value
 
 FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
@@ -85,3 +85,57 @@ def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
 def bounded(values) -> bool:
     """Some candidate is a real window (not literal and huge)."""
     return any(not (isinstance(v, int) and v >= UNBOUNDED_TOKENS) for v in values)
+
+
+@dataclass
+class BranchView:
+    """One feasible combination of sparse_mode, mask and window values (kvlint/analysis/
+    branches.py): literals (UNKNOWN where not one; absent roles are their defaults)."""
+    mode: object
+    mask_none: bool  # the mask is absent or literal None on this combination
+    pre: object
+    next: object
+    mode_value: Optional[ast.expr]
+    phase: Optional[str]  # what the combination's branch conditions say of the phase
+    pre_value: Optional[ast.expr] = None  # the pre_tokens leaf of this combination
+
+
+ABSENT = object()
+
+
+def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView]]:
+    """The feasible combinations of sparse_mode / mask / pre_tokens / next_tokens at the call
+    (None when a role comes from more than one keyword, e.g. a conditional dict entry, or
+    there are too many)."""
+    from kvlint.analysis.branches import arm_tests, combinations
+
+    exprs = {}
+    for role in ("sparse_mode", "mask", "pre_tokens", "next_tokens"):
+        kws = _role_args(oc, ctx, role)
+        if len(kws) > 1 or any(k.conditional for k in kws):
+            return None
+        exprs[role] = kws[0].value if kws else None
+    combos = combinations(ctx.values, oc.call, exprs)
+    if combos is None:
+        return None
+    tests = arm_tests(ctx.values, oc.call)
+    views = []
+    for combo, arms in combos:
+        phases = {ctx.context.arm_phase(tests[k], side == "body") for k, side in arms if k in tests}
+        phases.discard(None)
+
+        def lit(role, default, combo=combo):
+            v = combo[role]
+            if v is None:
+                return default
+            values = set(map(repr, ctx.values.literal_values(v, v)))  # a module constant too
+            return ctx.values.literal_values(v, v)[0] if len(values) == 1 else UNKNOWN
+
+        mask = combo["mask"]
+        views.append(BranchView(
+            lit("sparse_mode", FACTS.fa.sparse.default_mask),
+            mask is None or (ctx.values.literal(mask) is None and isinstance(mask, ast.Constant)),
+            lit("pre_tokens", ABSENT), lit("next_tokens", ABSENT), combo["sparse_mode"],
+            phases.pop() if len(phases) == 1 else None, combo["pre_tokens"]))
+    return views
+

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from kvlint.analysis.module import dotted_name
 from kvlint.checks.base import FileContext
@@ -116,11 +116,6 @@ def _walk(expr, at, ctx: FileContext, guards, truthy, subtracted, depth, out, se
             if len(real) == len(values):
                 return
     out.append(WindowLeaf(expr, guards, truthy, subtracted))
-
-
-def pre_tokens_values(oc, ctx: FileContext) -> Iterator[ast.expr]:
-    from kvlint.helpers.roles import role_values
-    yield from role_values(oc, ctx, "pre_tokens")
 
 
 def self_attribute_values(expr: ast.expr, ctx: FileContext) -> List[ast.expr]:

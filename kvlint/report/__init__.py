@@ -46,15 +46,12 @@ REMEDY_CLAUSE = re.compile(r";\s+((?:%s)\b.*)$" % "|".join(re.escape(v) for v in
 
 def split_help(finding: Finding) -> Tuple[str, Optional[str]]:
     """(reason, remedy): the message without its remedy clause, and the remedy for a
-    `help:` line (the fix's description when the message has no remedy clause)."""
+    `help:` line: the fix's description when there is a fix (it names the exact change), else
+    the message's remedy clause."""
     m = REMEDY_CLAUSE.search(finding.message)
-    if m:
-        remedy = m.group(1)
-        return finding.message[:m.start()], remedy[0].upper() + remedy[1:]
-    if finding.fix is not None:
-        d = finding.fix.description
-        return finding.message, d[0].upper() + d[1:]
-    return finding.message, None
+    reason = finding.message[:m.start()] if m else finding.message
+    remedy = finding.fix.description if finding.fix is not None else m.group(1) if m else None
+    return reason, (remedy[0].upper() + remedy[1:]) if remedy else None
 
 
 def plural(n: int, word: str, many: Optional[str] = None) -> str:

@@ -9,8 +9,8 @@ except ImportError as _exc:  # a clear message instead of a traceback from deep 
         "`pip install torch==2.6.0` next to `pip install torch-npu==2.6.0`; the static checker "
         "(`kvlint check`) works without it.", name="torch") from _exc
 
-from kvlint.runtime.errors import ContractError, ContractWarning, Finding  # noqa: E402
+from kvlint.runtime.errors import ContractError, ContractWarning, Violation  # noqa: E402
 from kvlint.runtime.guard import GuardHandle, is_patched, patch, unpatch  # noqa: E402
 from kvlint.runtime.registry import check_call  # noqa: E402
 
-__all__ = ["patch", "unpatch", "is_patched", "ContractError", "ContractWarning", "GuardHandle", "Finding", "check_call"]
+__all__ = ["patch", "unpatch", "is_patched", "ContractError", "ContractWarning", "GuardHandle", "Violation", "check_call"]

@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from kvlint.runtime import callsite
-from kvlint.runtime.errors import Finding
+from kvlint.runtime.errors import Violation
 
 # Tensors on these device types are host memory: reading their values never syncs a device.
 HOST_DEVICES = frozenset({"cpu"})
@@ -73,7 +73,7 @@ class Call:
         self.positional = positional  # the schema's positional argument names
         self.npos = npos              # how many of them the caller passed
         self.full = full
-        self.findings: List[Finding] = []
+        self.findings: List[Violation] = []
         self.view = None
         self.tracing = False  # arguments are meta stand-ins of traced tensors (kvlint.runtime.tracing)
         self._frame = False
@@ -95,7 +95,7 @@ class Call:
 
     def fail(self, code: str, argument: str, expected: str, given: str, consequence: str = "",
              severity: str = "error") -> None:
-        self.findings.append(Finding(code, self.name, argument, expected, given, consequence,
+        self.findings.append(Violation(code, self.name, argument, expected, given, consequence,
                                      callsite.describe(self.frame()), severity))
 
     # ---- values -----------------------------------------------------------------------

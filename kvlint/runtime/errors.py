@@ -7,7 +7,7 @@ from dataclasses import dataclass
 class ContractError(ValueError):
     """An operator call broke a contract (mode "raise"). `.code`, `.op`, `.argument`, `.finding`."""
 
-    def __init__(self, finding: "Finding"):
+    def __init__(self, finding: "Violation"):
         super().__init__(finding.message)
         self.finding = finding
         self.code = finding.code
@@ -20,7 +20,10 @@ class ContractWarning(UserWarning):
 
 
 @dataclass(frozen=True)
-class Finding:
+class Violation:
+    """One broken contract of one operator call (the static checker's counterpart is
+    kvlint.analysis.findings.Finding)."""
+
     code: str
     op: str
     argument: str

@@ -30,8 +30,9 @@ from kvlint.catalog import load_catalog
 from kvlint.facts import load_facts
 from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
-from kvlint.runtime.errors import ContractError, ContractWarning, Finding
-from kvlint.runtime.registry import base_name as _base_name, contracts_for
+from kvlint.runtime.errors import ContractError, ContractWarning, Violation
+from kvlint.runtime.registry import base_name as _base_name
+from kvlint.runtime.registry import contracts_for
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
@@ -54,7 +55,7 @@ class GuardHandle:
         self.mode = mode
         self.checks = checks
         self.full = checks == "full"
-        self.findings: List[Finding] = []
+        self.findings: List[Violation] = []
         self.active = False
         self.guarded = 0
         self.reason = ""
@@ -87,7 +88,7 @@ class _Spec:
         self.names = frozenset(p.name for p in op.params)
 
 
-def _keyword_finding(spec: _Spec, kwargs, exc: Optional[Exception]) -> Optional[Finding]:
+def _keyword_finding(spec: _Spec, kwargs, exc: Optional[Exception]) -> Optional[Violation]:
     """The dispatcher rejected the call: if a keyword is not in the schema (a v1/v2 keyword in
     the other version, often through **kwargs), name the keyword meant instead of the schema dump.
     Runs only after the operator failed (no cost on the happy path)."""
@@ -114,7 +115,7 @@ def _keyword_finding(spec: _Spec, kwargs, exc: Optional[Exception]) -> Optional[
         code, right, given = "KV102", close[0] if close else None, f"{wrong!r} (not a keyword of {spec.name})"
     expected = f"{right!r}" if right else f"one of {spec.name}'s keywords"
     frame = callsite.user_frame(3)
-    return Finding(code, spec.name, wrong, expected, given,
+    return Violation(code, spec.name, wrong, expected, given,
                    f"the dispatcher rejects the call ({dispatcher.strip()})", callsite.describe(frame))
 
 

@@ -35,7 +35,8 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         from kvlint.runtime.families.cache_write import contracts as _cw  # noqa: F401  (registration)
-        from kvlint.runtime.families.fa import contracts as _fa, paged as _paged  # noqa: F401
+        from kvlint.runtime.families.fa import contracts as _fa  # noqa: F401  (registration)
+        from kvlint.runtime.families.fa import paged as _paged  # noqa: F401
         from kvlint.runtime.families.fusion import contracts as _fusion  # noqa: F401
         from kvlint.runtime.families.kvlen import contracts as _kvlen  # noqa: F401
         from kvlint.runtime.families.mla import contracts as _mla  # noqa: F401
@@ -67,11 +68,6 @@ def contracts_for(op) -> List[Callable]:
     return contracts_named(op.name)
 
 
-def registered() -> Dict[str, List[Callable]]:
-    _load()
-    return {k: list(v) for k, v in _REGISTRY.items()}
-
-
 def _catalog_operator(op_name: str, namespace: Optional[str]):
     from kvlint.catalog import load_catalog
 
@@ -88,7 +84,7 @@ def check_call(op_name: str, bound_args: Mapping[str, Any], *, namespace: Option
                checks: str = "meta", stateful: bool = False) -> list:
     """Run the contracts of one call of `op_name` (a torch_npu operator base name, e.g.
     "npu_fused_infer_attention_score") on `bound_args` (argument name -> value; schema defaults
-    are filled in for what is missing) and return the `Finding`s, in contract order. Raises
+    are filled in for what is missing) and return the `Violation`s, in contract order. Raises
     nothing for a broken call: `raise ContractError(f)` for each error-severity finding `f` to
     get the guard's raise mode. `checks="full"` also reads device tensor values. `stateful`
     also runs the cross-call kv_len discipline (KV401; off by default: the guard runs it).

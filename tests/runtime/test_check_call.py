@@ -2,7 +2,7 @@
 import torch
 
 from kvlint.runtime import check_call, guard
-from kvlint.runtime.errors import Finding
+from kvlint.runtime.errors import Violation
 
 H = torch.float16
 
@@ -22,7 +22,7 @@ def test_valid_call_has_no_findings_and_nothing_is_patched():
 def test_a_broken_call_returns_its_findings():
     findings = check_call("npu_fused_infer_attention_score", fa_args(num_key_value_heads=3))
     assert [f.code for f in findings] == ["KV112"]
-    assert isinstance(findings[0], Finding) and findings[0].argument == "num_key_value_heads"
+    assert isinstance(findings[0], Violation) and findings[0].argument == "num_key_value_heads"
 
 
 def test_schema_defaults_are_filled_in():

@@ -48,6 +48,16 @@ def mla_bsh(b=4, s=1, n=64, nb=8, bs=128, width=32, **kw):
     return fa(m(b, s, n * 512), m(nb, bs, 512), m(nb, bs, 512), **args)
 
 
+def mla_sliding(n=128, bs=128, layout="BSND", **kw):
+    """MLA with sparse_mode 4 = sliding attention (FiaInfoParser: slidingFlag = sparse_mode == 4)."""
+    q, qr = (m(4, 1, n, 512), m(4, 1, n, 64)) if layout == "BSND" else (m(4, 1, n * 512), m(4, 1, n * 64))
+    args = dict(num_heads=n, num_key_value_heads=1, input_layout=layout, block_table=table(4, 4), block_size=bs,
+                actual_seq_lengths_kv=[4 * bs] * 4, query_rope=qr, key_rope=m(16, bs, 64), sparse_mode=4,
+                atten_mask=mask(2048, 2048))
+    args.update(kw)
+    return fa(q, m(16, bs, 512), m(16, bs, 512), **args)
+
+
 def mla_bnsd(b=32, s=2, n=32, sparse=3, atten_mask="default", cache=(64, 1, 128, 512), rope=(64, 1, 128, 64), **kw):
     """utest case_deepseek_mla_witmask: BNSD, 4-D cache (64, 1, 128, 512), table (32, 2)."""
     args = dict(num_heads=n, num_key_value_heads=1, input_layout="BNSD", block_table=table(b, 2), block_size=128,
@@ -105,7 +115,23 @@ def gqa_tnd_paged(per_request=(1, 1, 1, 1), n=32, kv=8, d=128, rows=None, lens=N
     return fa(m(ends[-1], n, d), m(16, 128, h), m(16, 128, h), **args)
 
 
+def fusion(q, k, v, head_num, layout, **kw):
+    kw.setdefault("scale", 0.0625)
+    return ("npu_fusion_attention", (q, k, v, head_num, layout), kw)
+
+
 ACCEPTED = {
+    "npu_fusion_attention SBH (flash_attention_score_infershape.cpp layouts)": fusion(
+        m(5, 2, 8 * 64), m(7, 2, 8 * 64), m(7, 2, 8 * 64), 8, "SBH"),
+    "npu_fusion_attention SBH GQA (N2 from the key)": fusion(m(5, 2, 8 * 64), m(7, 2, 2 * 64), m(7, 2, 2 * 64), 8,
+                                                             "SBH"),
+    "npu_fusion_attention BSH GQA": fusion(m(2, 5, 8 * 64), m(2, 7, 2 * 64), m(2, 7, 2 * 64), 8, "BSH"),
+    "npu_fusion_attention BSND GQA": fusion(m(2, 5, 8, 64), m(2, 7, 2, 64), m(2, 7, 2, 64), 8, "BSND"),
+    "npu_fusion_attention BNSD causal": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                               sparse_mode=3, atten_mask=m(2048, 2048, dtype=torch.bool)),
+    "npu_fusion_attention TND": fusion(m(8, 8, 64), m(8, 2, 64), m(8, 2, 64), 8, "TND", actual_seq_qlen=[3, 8],
+                                       actual_seq_kvlen=[3, 8], sparse_mode=3,
+                                       atten_mask=m(2048, 2048, dtype=torch.bool)),
     "utest:MLA_NOQUANT defaults (BSH, 3-D cache)": mla_bsh(),
     "MLA BSH, group 128": mla_bsh(n=128),
     "MLA BSH, block_size 16": mla_bsh(bs=16, width=256, key_rope=m(8, 16, 64)),
@@ -117,13 +143,15 @@ ACCEPTED = {
     "utest:case_deepseek_mla_kv_nz_bsnd": mla_nz(layout="BSND"),
     "MLA TND, 2 tokens per request, sparse 3": mla_tnd(),
     "MLA TND, no mask, sparse 0": mla_tnd(sparse=0, atten_mask=None),
-    "MLA decode sparse 4 band": mla_bsh(sparse_mode=4, atten_mask=mask(2048, 2048)),
+    "MLA sliding attention (sparse 4): BSND, group 128, block 128": mla_sliding(),
+    "MLA sliding attention, block 64, query lengths given": mla_sliding(bs=64, actual_seq_lengths=[1] * 4),
     "utest:case_ifa_sliding_pa_kv_unequal_bsh (D_k 192, D_v 128, more table rows and lengths than requests)":
         fa(m(4, 1, 192), m(64, 128, 192), m(64, 128, 128), num_heads=1, num_key_value_heads=1, input_layout="BSH",
            block_table=table(32, 2), block_size=128, actual_seq_lengths_kv=[128] * 32, pre_tokens=128),
     "vllm-ascend TND decode with a (nb, bs, N_kv*D) cache": gqa_tnd_paged(),
     "TND paged, several tokens per request": gqa_tnd_paged(per_request=(3, 1, 2, 1)),
     "GQA BSH paged decode, 3-D cache": gqa_paged(),
+    "GQA paged decode, per-token-head PA antiquant mode 5": gqa_paged(key_antiquant_mode=5, value_antiquant_mode=5),
     "GQA BSND paged decode, 3-D cache": gqa_paged(layout="BSND"),
     "GQA BNSD paged decode, 3-D cache": gqa_paged(layout="BNSD"),
     "GQA BNSD paged decode, 4-D cache": gqa_paged(layout="BNSD", cache="4d"),
@@ -147,6 +175,12 @@ ACCEPTED = {
 
 REJECTED = {
     # name: (call, code, words the message must hold)
+    "npu_fusion_attention with a FIA-only layout (BNSD_BSND)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD_BSND"), "KV110", "SBH"),
+    "npu_fusion_attention head_num not dividing by the key's heads": (
+        fusion(m(2, 5, 8 * 64), m(2, 7, 3 * 64), m(2, 7, 3 * 64), 8, "BSH"), "KV112", "dividing head_num=8"),
+    "npu_fusion_attention head_num against the query (BSND dim 2)": (
+        fusion(m(2, 5, 8, 64), m(2, 7, 2, 64), m(2, 7, 2, 64), 4, "BSND"), "KV111", "head count 8"),
     "4-D cache with a BSH query (IFATiling::ProcessPageAttentionFlag)": (gqa_paged(cache="4d"), "KV110", "3-D"),
     "4-D cache with a BSND query": (gqa_paged(layout="BSND", cache="4d"), "KV110", "inner_precise=2"),
     "ND (nb, bs, N, D) cache read as (nb, N, bs, D)": (gqa_paged(layout="BNSD", cache="nd4d"), "KV312",
@@ -180,7 +214,13 @@ REJECTED = {
            num_key_value_heads=1, input_layout="BNSD", block_table=table(24, 9), block_size=128,
            actual_seq_lengths_kv=[1] * 24, query_rope=m(24, 64, 17, 64, dtype=BF), key_rope=m(200, 128, 64, dtype=BF)),
         "KV213", "Q_S = 17"),
-    "MLA TND sparse 4": (mla_tnd(sparse=4), "KV213", "TND"),
+    "MLA TND sparse 4 (sliding: BSND only)": (mla_tnd(sparse=4), "KV110", "sparse_mode 4"),
+    "MLA sliding attention with BSH (CheckFeatureMlaNoQuantLayout)": (mla_sliding(layout="BSH"), "KV110", "BSND"),
+    "MLA sliding attention with group 64 (CheckFeatureMlaNoQuantShape)": (mla_sliding(n=64), "KV112", "128"),
+    "MLA sliding attention with block 16 (CheckFeatureMlaNoquantPa)": (
+        mla_sliding(bs=16, key_rope=m(16, 16, 64)), "KV311", "[64, 128]"),
+    "MLA sliding attention with a (1, 2048, 2048) mask (CheckAttentionMask)": (
+        mla_sliding(atten_mask=mask(1, 2048, 2048)), "KV206", "sparse_mode 4"),
     "MLA TND mask (1, 2048, 2048)": (mla_tnd(atten_mask=mask(1, 2048, 2048)), "KV206", "exactly"),
     "MLA query lengths outside TND (CheckFeatureActualSeqLensExistence)": (
         mla_bsh(actual_seq_lengths=[1] * 4), "KV316", "only in TND"),
@@ -201,6 +241,12 @@ REJECTED = {
         fa(m(4, 1, 64 * 512), m(8, 1, 128, 512), m(8, 1, 128, 512), num_heads=64, num_key_value_heads=1,
            input_layout="BSH", block_table=table(4, 2), block_size=128, actual_seq_lengths_kv=[256] * 4,
            query_rope=m(4, 1, 64 * 64), key_rope=m(8, 1, 128, 64), inner_precise=2), "KV110", "BNSD or TND"),
+    "MLA without quantization given key_antiquant_scale (CheckParaExistenceMlaNoquant)": (
+        mla_bsh(key_antiquant_scale=m(1, 512)), "KV518", "without quantization"),
+    "MLA without quantization given quant_scale2 (post-quant)": (mla_bsh(quant_scale2=m(1)), "KV518", "quant_scale2"),
+    "MLA without quantization, key_antiquant_mode 1": (mla_bsh(key_antiquant_mode=1), "KV518", "default"),
+    "antiquant_mode 2 (CheckSingleParaAntiquantMode)": (gqa_paged(antiquant_mode=2), "KV518", "[0, 1]"),
+    "key_antiquant_mode 6 (CheckSingleParaKeyAntiquantMode)": (gqa_paged(key_antiquant_mode=6), "KV518", "0, 1, 2"),
     "utest:case_CheckFeatureMlaNoQuantLayout_mla_058 (NZ cache with BNSD)": (mla_nz(layout="BNSD"), "KV110", "NZ"),
 }
 
@@ -247,9 +293,28 @@ def test_nd_cache_message_says_what_fa_reads():
 def test_check_call_agrees_with_the_guard():
     from kvlint.runtime import check_call
 
+    positional = ("query", "key", "value", "head_num", "input_layout")
     for name, (op_name, args, kwargs) in ACCEPTED.items():
-        bound = dict(zip(("query", "key", "value"), args), **kwargs)
+        bound = dict(zip(positional, args), **kwargs)
         assert [f for f in check_call(op_name, bound) if f.severity == "error"] == [], name
     for name, ((op_name, args, kwargs), code, _) in REJECTED.items():
-        bound = dict(zip(("query", "key", "value"), args), **kwargs)
+        bound = dict(zip(positional, args), **kwargs)
         assert [f.code for f in check_call(op_name, bound)][:1] == [code], name
+
+
+def test_vllm_ascend_15503_silent_mask_combination_warns():
+    """Paged decode, sparse_mode 0, a bool [1, 1, 1, S] mask, KV > 512: silent on the NPU."""
+    def case(width, shape):
+        return gqa_paged(b=2, width=width, atten_mask=m(*shape, dtype=torch.bool))
+    findings = _collect(case(8, (1, 1, 1, 1024)))
+    assert [(f.code, f.severity) for f in findings] == [("KV211", "warning")]
+    assert "15503" in findings[0].message
+    assert _collect(case(4, (1, 1, 1, 512))) == []        # KV 512: fine
+    assert _collect(case(8, (2, 1, 1, 1024))) == []       # one row per request: fine
+    with kvlint.patch():                                  # a warning: raise mode does not stop the call
+        with pytest.warns(kvlint.ContractWarning, match="KV211"):
+            name, args, kwargs = case(8, (1, 1, 1, 1024))
+            try:
+                _op(name)(*args, **kwargs)
+            except RuntimeError:
+                pass

@@ -145,6 +145,7 @@ CASES = {
               rmsnorm()),
     "KV516": (scatter_update(indices=(0, 8)), scatter_update()),
     "KV517": (scatter_pa(cache_mode="PA_NZ"), scatter_pa()),
+    "KV518": (bsh(key_antiquant_mode=7), bsh(key_antiquant_mode=1)),
 }
 
 

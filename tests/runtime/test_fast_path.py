@@ -107,3 +107,37 @@ def test_kv401_per_layer_free_functions_are_told_apart_by_their_caches(collect):
             kv_len.add_(1)  # the runner advances kv_len between steps: fine
     assert collect(lambda: run(3, False)) == []
     assert collect(lambda: run(1, True)) == ["KV401"]
+
+
+def test_paged_values_are_read_once_per_step_and_again_after_a_change(monkeypatch, collect):
+    """The layers of a step pass the same table and lengths: read once; an in-place change, a
+    new tensor or a dead tensor's reused id are read again."""
+    from kvlint.runtime.families.fa import paged as paged_module
+
+    reads = []
+    original = paged_module._check_values
+    def spy(call, *rest):
+        if isinstance(call.args.get("actual_seq_lengths_kv"), torch.Tensor):  # the guard's read (an emulated
+            reads.append(1)   # operator gets the lengths as a list from the dispatcher, and reads them each time)
+        return original(call, *rest)
+    monkeypatch.setattr(paged_module, "_check_values", spy)
+    q, cache = torch.randn(2, 1, 64).to(H), torch.randn(4, 128, 32).to(H)
+    table = torch.arange(4, dtype=torch.int32).reshape(2, 2)
+    kv_len = torch.tensor([3, 130])
+
+    def call(t=table, lens=kv_len):
+        torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, num_key_value_heads=2, scale=0.25,
+                                                  input_layout="BSH", block_table=t, block_size=128,
+                                                  actual_seq_lengths_kv=lens)
+    assert collect(lambda: [call() for _ in range(4)]) == []
+    assert len(reads) == 1
+    table[1, 0] = 10 ** 6                                 # in place: a new version, read again
+    assert collect(lambda: _run(call)) == ["KV313"]
+    assert len(reads) == 2
+    table[1, 0] = 2
+    assert collect(lambda: [call(lens=torch.tensor([3, 130])) for _ in range(2)]) == []
+    assert len(reads) == 4                                # each new lengths tensor is read
+    with torch.inference_mode():
+        lens = torch.tensor([3, 130])
+    assert collect(lambda: [call(lens=lens) for _ in range(2)]) == []
+    assert len(reads) == 6                                # no version counter: always read

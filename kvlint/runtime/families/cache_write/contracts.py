@@ -10,9 +10,10 @@ import math
 
 import torch
 
-from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.registry import contract
 from kvlint.facts import load_facts
+from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
+from kvlint.runtime.call import dtypes as _dtypes
+from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
 WRITERS = FACTS.family("slot_writers")
@@ -114,7 +115,7 @@ def _quant_mode(call: Call, data):
 
 
 def kv_cache_col(d: int, mode: int, group: int, data) -> int:
-    """Seed 004: the bytes kv_compress_epilog writes per token for x of width d."""
+    """The bytes kv_compress_epilog writes per token for x of width d (the kernel's kvCacheCol)."""
     nope = d - data["rope_cols"]
     if mode == 2:
         concat = data["rope_cols"] + nope // 2 + (nope // group) * 2

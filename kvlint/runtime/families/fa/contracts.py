@@ -10,15 +10,17 @@ from typing import Optional
 
 import torch
 
-from kvlint.runtime.call import Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.registry import contract
 from kvlint.facts import load_facts
+from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.call import dtypes as _dtypes
+from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
 FA_OPS = FACTS.family("fa_layout")
 DATA = FACTS.fa
 LAYOUT_RANK = DATA.layout_rank
 LAYOUT_BASE = {layout: layout.split("_")[0] for layout in LAYOUT_RANK}
+LAYOUT_BASE["SBH"] = "SBH"
 HEAD_AXIS = DATA.head_axis
 QUERY_DTYPES = _dtypes(DATA.query_dtypes)
 KV_DTYPES = _dtypes(DATA.kv_dtypes)
@@ -36,7 +38,10 @@ MLA_DTYPES = frozenset((torch.float16, torch.bfloat16))
 BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
+OP_LAYOUT_RANK = {"npu_fusion_attention": dict(CONTRACTS["fusion"]["layouts"])}
 NZ_BYTES = CONTRACTS["nz_bytes"]
+SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
+SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
 _Tensor = torch.Tensor
 
 
@@ -74,10 +79,11 @@ def fa_view(call: Call) -> None:
     q, k, v = args.get("query"), args.get("key"), args.get("value")
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         return  # tensor lists / odd inputs: the dispatcher reports those itself
-    layout = args.get(roles.layout, "BSH") if roles.layout else "BSH"
-    rank = LAYOUT_RANK.get(layout)
+    layout = args.get(roles.layout, "BSH")
+    ranks = OP_LAYOUT_RANK.get(call.name, LAYOUT_RANK)
+    rank = ranks.get(layout)
     if rank is None:
-        call.fail("KV110", roles.layout, f"one of {', '.join(LAYOUT_RANK)}", repr(layout),
+        call.fail("KV110", roles.layout, f"one of {', '.join(ranks)}", repr(layout),
                   "the operator rejects the call")
         return
     view = FaView()
@@ -101,36 +107,37 @@ def fa_view(call: Call) -> None:
                 call.fail("KV110", name, f"{rank}-D like the query (input_layout {layout!r})",
                           f"{t.dim()}-D {shape_of(t)}", "the operator errors out or mixes up axes")
                 return
+    # sizes are plain ints here (traced calls arrive concrete: kvlint.runtime.tracing); a role
+    # the operator lacks is None, never a key of args, so args.get(None, d) is d
     view.num_heads = n = int(args.get(roles.num_heads, 1))
-    view.kv_heads = int((args.get(roles.kv_heads) if roles.kv_heads else 0) or 0)
+    view.kv_heads = int(args.get(roles.kv_heads) or 0)
     qs = q.shape
     axis = HEAD_AXIS.get(base)
-    view.q_heads = int(qs[axis]) if axis is not None else None
-    if base == "BSH":
-        view.batch, view.q_seq = int(qs[0]), int(qs[1])
-        view.head_dim = int(qs[2]) // n if n > 0 and qs[2] % n == 0 else None
+    view.q_heads = qs[axis] if axis is not None else None
+    if base == "BSH" or base == "SBH":
+        view.batch, view.q_seq = (qs[0], qs[1]) if base == "BSH" else (qs[1], qs[0])
+        view.head_dim = qs[2] // n if n > 0 and qs[2] % n == 0 else None
     elif base == "BSND":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[1]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[1], qs[3]
     elif base == "BNSD":
-        view.batch, view.q_seq, view.head_dim = int(qs[0]), int(qs[2]), int(qs[3])
+        view.batch, view.q_seq, view.head_dim = qs[0], qs[2], qs[3]
     elif base == "NSD":
-        view.batch, view.q_seq, view.head_dim = 1, int(qs[1]), int(qs[2])
+        view.batch, view.q_seq, view.head_dim = 1, qs[1], qs[2]
     else:  # TND / NTD: batch from the length list
-        q_lens = args.get(roles.q_lens) if roles.q_lens else None
+        q_lens = args.get(roles.q_lens)
         view.batch = len(q_lens) if q_lens is not None and not isinstance(q_lens, _Tensor) else (
-            int(q_lens.numel()) if isinstance(q_lens, _Tensor) else None)
-        view.q_seq, view.head_dim = None, int(qs[2])
-    get = call.get
-    view.sparse = int(get(roles.sparse_mode, 0) or 0)
-    view.mask = get(roles.mask)
-    view.block_size = int(get(roles.block_size, 0) or 0)
-    view.query_rope, view.key_rope = get(roles.query_rope), get(roles.key_rope)
-    view.scale = get(roles.scale)
+            q_lens.numel() if isinstance(q_lens, _Tensor) else None)
+        view.q_seq, view.head_dim = None, qs[2]
+    view.sparse = int(args.get(roles.sparse_mode) or 0)
+    view.mask = args.get(roles.mask)
+    view.block_size = int(args.get(roles.block_size) or 0)
+    view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
+    view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
     call.view = view
 
 
-_KV_SEQ_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2, "NSD": 1}
+_KV_SEQ_AXIS = {"BSH": 1, "BSND": 1, "BNSD": 2, "NSD": 1, "SBH": 0}
 
 
 def kv_seq(view: FaView) -> Optional[int]:
@@ -148,8 +155,8 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
     CheckKVShapeForPageAttention; rules/facts/fa_contracts.toml): 3-D (nb, bs, N_kv*D) against
     the query's head dim, 4-D (nb, N_kv, bs, D) and 5-D NZ (nb, N_kv, D/D0, bs, D0) dim 1."""
     k, roles = view.k, view.roles
-    ks = [int(s) for s in k.shape]
-    if k.dim() == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
+    ks = k.shape
+    if len(ks) == 4 and ks[1] != kv and ks[2] == kv and ks[1] == view.block_size:
         nb, bs, n_kv, d = ks
         call.fail("KV312", "key", f"a 4-D paged cache laid out (num_blocks, N_kv, block_size, D): FA reads dim 1 "
                   f"as the {kv} KV heads and dim 2 as block_size {view.block_size}",
@@ -198,9 +205,22 @@ def heads(call: Call) -> None:
                       str(n), "the operator splits the query into the wrong heads")
         return
     base = view.base
-    if base == "BSH" and view.q.shape[2] % n:
+    hidden = base == "BSH" or base == "SBH"  # heads folded into H
+    if hidden and view.q.shape[2] % n:
         call.fail("KV111", name, f"a divisor of the query's hidden size {int(view.q.shape[2])}", str(n),
                   "the operator cannot split H into heads")
+        return
+    k = view.k
+    if roles.kv_heads is None and not view.paged:  # npu_fusion_attention: N2 from the key's shape
+        d = view.head_dim
+        if hidden and d and k.shape[2] % d:
+            call.fail("KV112", "key", f"a hidden size that is a multiple of the query's head dim {d}",
+                      str(k.shape[2]), "the key cannot be split into heads")
+            return
+        kv = k.shape[2] // d if hidden and d else (k.shape[HEAD_AXIS[base]] if base in HEAD_AXIS else n)
+        if kv <= 0 or n % kv:
+            call.fail("KV112", "key", f"a head count dividing {name}={n}", f"{kv} heads in {shape_of(k)}",
+                      "grouped-query attention maps query heads to the wrong KV heads")
         return
     kv = view.kv_heads or n
     # G <= 64 without rope (IFA tiling_check.cpp CheckInputQKVTypeMatch), up to 128 in MLA
@@ -209,11 +229,10 @@ def heads(call: Call) -> None:
         call.fail("KV112", roles.kv_heads_arg, f"a divisor of {name}={n} with {name}/kv_heads <= {group}", str(kv),
                   "grouped-query attention maps query heads to the wrong KV heads")
         return
-    k = view.k
     if view.paged:
         _paged_heads(call, view, kv)
         return
-    if base == "BSH":
+    if hidden:
         if view.head_dim and int(k.shape[2]) != kv * view.head_dim:
             call.fail("KV112", roles.kv_heads_arg,
                       f"key hidden size / head dim = {int(k.shape[2]) / view.head_dim:g}", str(kv),
@@ -225,9 +244,7 @@ def heads(call: Call) -> None:
                   "grouped-query attention maps query heads to the wrong KV heads")
 
 
-def _head_dim_axis(t) -> int:
-    """The D axis of a key/value (the last one; NZ: D1 * D0 at axes 2 and 4)."""
-    return t.dim() - 1
+_BATCH_FIRST = frozenset(("BSH", "BSND", "BNSD"))
 
 
 @contract(*FA_OPS)
@@ -239,31 +256,34 @@ def key_value_shapes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     rope = view.query_rope
-    ks, vs = [int(s) for s in k.shape], [int(s) for s in v.shape]
-    nz = view.paged and k.dim() == 5
-    same = [i for i in range(len(ks)) if i != len(ks) - 1 and not (nz and i == 2)]
-    if len(ks) != len(vs) or any(ks[i] != vs[i] for i in same):
-        call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
-                  "the operator errors out or reads past the value tensor")
-        return
-    dk = ks[2] * ks[4] if nz else ks[-1]
-    dv = vs[2] * vs[4] if nz else vs[-1]
-    if dv > dk or (rope is not None and dv != dk):
-        call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
-                  + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
-                  "the operator rejects the call")
-        return
+    ks, vs = k.shape, v.shape  # plain ints: traced calls arrive concrete (kvlint.runtime.tracing)
+    if ks == vs:
+        dk = dv = ks[2] * ks[4] if len(ks) == 5 else ks[-1]
+    else:
+        nz = view.paged and len(ks) == 5
+        if len(ks) != len(vs) or ks[:-1] != vs[:-1] and not (nz and ks[:2] == vs[:2] and ks[3] == vs[3]):
+            call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
+                      "the operator errors out or reads past the value tensor")
+            return
+        dk = ks[2] * ks[4] if nz else ks[-1]
+        dv = vs[2] * vs[4] if nz else vs[-1]
+        if dv > dk or rope is not None:
+            call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
+                      + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
+                      "the operator rejects the call")
+            return
     d = view.head_dim
     if view.paged:
         if k.dim() in (4, 5) and d and dk != d:
             call.fail("KV113", "key", f"head dim {d} like the query", f"{dk} in {shape_of(k)}",
                       "Q.K^T is undefined")
         return
-    if view.base != "BSH" and d and ks[-1] != d:
+    if view.base != "BSH" and view.base != "SBH" and d and ks[-1] != d:
         call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
         return
-    if view.base in ("BSH", "BSND", "BNSD") and ks[0] != int(q.shape[0]):
-        call.fail("KV113", "key", f"batch {int(q.shape[0])} like the query", str(ks[0]),
+    if view.base in _BATCH_FIRST and ks[0] != q.shape[0] or view.base == "SBH" and ks[1] != q.shape[1]:
+        b = 1 if view.base == "SBH" else 0
+        call.fail("KV113", "key", f"batch {q.shape[b]} like the query", str(ks[b]),
                   "requests attend to other requests' keys")
 
 
@@ -383,11 +403,37 @@ def mla_rope(call: Call) -> None:
         if kv != MLA["kv_heads"]:
             call.fail("KV510", view.roles.kv_heads_arg, "1 for the 512-wide latent (MLA absorb)", str(kv),
                       "the operator rejects the call")
-        elif not view.paged:
+        elif not view.paged and view.sparse != MLA["sliding_mode"]:
             call.fail("KV510", "block_table", "a paged cache for the 512-wide latent (MLA absorb)", "None",
                       "the operator rejects the call")
         else:
             _mla_features(call, view)
+
+
+def _mla_sliding(call: Call, view: FaView) -> None:
+    """MLA with sparse_mode 4 = sliding attention (FIA tiling_info_parser.cpp slidingFlag), FIA
+    tiling_check_feature.cpp CheckFeatureMlaNoQuantLayout / Shape / Pa, consistency CheckAttentionMask."""
+    roles, k, m = view.roles, view.k, view.mask
+    why = "the operator rejects the call (sliding attention: MLA with sparse_mode 4)"
+    if view.layout not in MLA["sliding_layouts"]:
+        call.fail("KV110", roles.layout, f"one of {', '.join(MLA['sliding_layouts'])} in MLA with sparse_mode 4",
+                  repr(view.layout), why)
+        return
+    group = view.num_heads // (view.kv_heads or view.num_heads)
+    if group != MLA["sliding_group"]:
+        call.fail("KV112", roles.num_heads, f"{MLA['sliding_group']} query heads per KV head in MLA with "
+                  "sparse_mode 4", f"{group}", why)
+        return
+    if view.paged and k.dim() == 5:
+        call.fail("KV110", "key", "an ND (3-D or 4-D) paged cache in MLA with sparse_mode 4", f"NZ {shape_of(k)}", why)
+        return
+    if view.paged and view.block_size not in MLA["sliding_block_sizes"]:
+        call.fail("KV311", roles.block_size, f"one of {list(MLA['sliding_block_sizes'])} in MLA with sparse_mode 4",
+                  str(view.block_size), why)
+        return
+    if m is not None and tuple(m.shape) != tuple(MLA["tnd_mask_shape"]):
+        call.fail("KV206", roles.mask_arg, f"exactly {tuple(MLA['tnd_mask_shape'])} in MLA with sparse_mode 4",
+                  shape_of(m), why)
 
 
 def _mla_features(call: Call, view: FaView) -> None:
@@ -409,6 +455,9 @@ def _mla_features(call: Call, view: FaView) -> None:
         call.fail("KV110", "key", f"a 3-D (num_blocks, block_size, N_kv*D) cache with input_layout {layout!r} "
                   f"(MLA reads a 4-D cache only with BNSD or TND queries)", f"4-D {shape_of(k)}",
                   "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
+        return
+    if view.sparse == MLA["sliding_mode"]:
+        _mla_sliding(call, view)
         return
     if k.dim() == 5 and bs != MLA["block_size_nz"]:
         call.fail("KV311", roles.block_size, f"{MLA['block_size_nz']} with an NZ cache (MLA)", str(bs),
@@ -457,6 +506,52 @@ def _mla_features(call: Call, view: FaView) -> None:
                           "the operator rejects the call (CheckFeatureActualSeqLensQData)")
 
 
+# ------------------------------------------------------------------------------ quantization
+QUANT = CONTRACTS["quant"]
+_RENAMES = FACTS.versions.v1_to_v2
+
+
+def _quant_names(name: str, keywords) -> tuple:
+    """The v1 keywords in `keywords`, spelled for operator `name` (v2 through the renames)."""
+    v2 = name == FACTS.versions.v2
+    return tuple(_RENAMES.get(k, k) if v2 else k for k in keywords)
+
+
+_QUANT_MODES = {name: tuple(zip(_quant_names(name, ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")),
+                                (QUANT["antiquant_mode"], QUANT["key_antiquant_mode"], QUANT["value_antiquant_mode"])))
+                for name in FACTS.family("fa")}
+_MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in FACTS.family("fa")}
+_MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
+
+
+@contract(*FACTS.family("fa"))
+def quantization(call: Call) -> None:
+    """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
+    MLA without quantization given no quant parameter (tiling_check_existence.cpp
+    CheckParaExistenceMlaNoquant)."""
+    args = call.args
+    for arg, allowed in _QUANT_MODES[call.name]:
+        mode = args.get(arg)
+        if mode is not None and mode not in allowed:
+            call.fail("KV518", arg, f"one of {list(allowed)}", str(mode), "the operator rejects the call (561002)")
+            return
+    view = call.view
+    if view is None or view.query_rope is None or view.key_rope is None or view.head_dim != MLA["head_dim"]:
+        return
+    if view.q.dtype != view.k.dtype or view.q.dtype not in MLA_DTYPES:
+        return  # quantized MLA
+    for arg in _MLA_ABSENT[call.name]:
+        if args.get(arg) is not None:
+            call.fail("KV518", arg, "None in MLA without quantization (fp16/bf16 query and cache)", "a tensor",
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
+    for arg in _MLA_DEFAULT_MODES[call.name]:
+        if args.get(arg, 0):
+            call.fail("KV518", arg, "0 (the default) in MLA without quantization", str(args.get(arg)),
+                      "the operator rejects the call (CheckParaExistenceMlaNoquant)")
+            return
+
+
 # ------------------------------------------------------------------------------ mask
 @contract(*FA_OPS)
 def mask(call: Call) -> None:
@@ -501,6 +596,13 @@ def mask(call: Call) -> None:
     if (not decode_2d and dims[-2] < q_seq) or (kv is not None and dims[-1] < kv):
         call.fail("KV210", name, f"last dims covering (Q_S, KV_S) = ({q_seq}, {kv})", shape_of(m),
                   "rows or keys outside the mask are silently left unmasked")
+        return
+    if (view.paged and q_seq == 1 and sparse == 0 and m.dtype == torch.bool and dims[:-1] == SILENT_MASK_LEAD
+            and kv is not None and kv > SILENT_MASK_KV):
+        call.fail("KV211", name, f"(B, KV_S) or (B, 1, KV_S) for a paged decode with KV_S = {kv} > {SILENT_MASK_KV}",
+                  f"a bool mask {shape_of(m)} broadcast over batch and heads",
+                  "attention is silently wrong (vllm-ascend issue 15503: paged decode, sparse_mode 0, "
+                  "bool [1, 1, 1, S] mask, KV > 512)", severity="warning")
 
 
 # ------------------------------------------------------------------------------ length lists

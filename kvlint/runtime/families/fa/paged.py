@@ -3,14 +3,15 @@ block_size, per-request KV lengths. For the FA family (block_table given) and AT
 _npu_paged_attention (block size = the cache's dim 1)."""
 from __future__ import annotations
 
+import weakref
 from itertools import chain
 
 import torch
 
+from kvlint.facts import load_facts
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
 from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
 from kvlint.runtime.registry import contract
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 PAGED_FA_OPS = FACTS.family("paged_readers")
@@ -19,6 +20,8 @@ BLOCK_SIZE = FA.block_size
 BLOCK_AXIS = dict(FA.paged_cache_block_axis)
 _Tensor = torch.Tensor
 _chain = chain.from_iterable
+SLIDING_MODE = FACTS.table("fa_contracts")["mla"]["sliding_mode"]
+_BLOCK_SIZE_OK: set = set()  # (block_size, prefill, mla, query dtype) found allowed
 
 
 def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True) -> None:
@@ -41,9 +44,44 @@ def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, e
         call.fail("KV302", kv_lens_arg, "the per-request KV lengths (mandatory with a block_table)", "None",
                   "the operator does not know how many cached tokens to read")
         return
+    params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
+    seen = _VERIFIED.get(params)
+    if seen is not None and _unchanged(seen, table, kv_lens):
+        return  # the same table and lengths, unchanged since they passed (the other layers of a step)
     values = call.int_list(kv_lens)
     if values is None:
         return
+    before = len(call.findings)
+    _check_values(call, table, values, batch, block_size, kv_lens_arg, num_blocks, exact)
+    if len(call.findings) == before and call.readable(table) and call.readable(kv_lens):
+        state = _state(table, kv_lens)  # only a verdict on values actually read
+        if state is not None:
+            _VERIFIED[params] = state
+
+
+# The last verdict per (operator, argument, parameters): the table and length tensors (by weak
+# reference, so a new tensor reusing a dead one's id never matches) at their versions and data
+# pointers. The layers of one decode step pass the very same table and lengths: their values
+# are read once per step.
+_VERIFIED: dict = {}
+
+
+def _state(table, kv_lens):
+    if type(kv_lens) is not _Tensor or type(table) is not _Tensor:
+        return None
+    try:
+        return (weakref.ref(table), weakref.ref(kv_lens), table._version, kv_lens._version,
+                table.data_ptr(), kv_lens.data_ptr())
+    except (RuntimeError, TypeError):  # inference tensors have no version counter: always read
+        return None
+
+
+def _unchanged(seen, table, kv_lens) -> bool:
+    return (seen[0]() is table and seen[1]() is kv_lens and seen[2] == table._version
+            and seen[3] == kv_lens._version and seen[4] == table.data_ptr() and seen[5] == kv_lens.data_ptr())
+
+
+def _check_values(call: Call, table, values, batch, block_size, kv_lens_arg, num_blocks, exact) -> None:
     capacity = int(table.shape[1]) * block_size
     if batch is not None and (len(values) != batch if exact else len(values) < batch and len(values) != 1):
         expected = f"one length per request ({batch})" if exact else f"1 or >= batch ({batch}) entries"
@@ -118,10 +156,15 @@ def fa_paged(call: Call) -> None:
         return
     q_seq = view.q_seq if view.q_seq is not None else 2
     mla = view.head_dim == FA.mla_latent_dim and view.query_rope is not None
-    rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
-    if not BLOCK_SIZE.allowed(bs, **rule):
-        call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
-        return
+    if mla and view.sparse == SLIDING_MODE:
+        mla = None  # sliding attention: its block sizes are checked with its other rules (fa contracts)
+    key = (bs, q_seq > 1, mla, view.q.dtype)
+    if key not in _BLOCK_SIZE_OK:
+        rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
+        if mla is not None and not BLOCK_SIZE.allowed(bs, **rule):
+            call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
+            return
+        _BLOCK_SIZE_OK.add(key)
     check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]), exact=view.tnd)
 
 

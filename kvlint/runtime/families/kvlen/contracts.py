@@ -13,10 +13,10 @@ import threading
 
 import torch
 
+from kvlint.facts import load_facts
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
-from kvlint.facts import load_facts
 
 _state: dict = {}
 _lock = threading.Lock()
@@ -93,19 +93,30 @@ def _describe(before, after) -> str:
     return f"version {before} -> {after}"
 
 
+_TRACKED_ARGS = {name: tuple(key[1] for key in keys) for name, keys in _TRACKED.items()}
+
+
 @contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
     if call.tracing:
         return  # meta stand-ins of traced tensors: no identity, no version
-    args = call.args
-    seen = [(key, tensor, version) for key in _TRACKED[call.name]
-            if type(tensor := args.get(key[1])) is _Tensor and (version := _version_of(call, tensor)) is not None]
+    args, seen = call.args, []
+    for arg in _TRACKED_ARGS[call.name]:
+        tensor = args.get(arg)
+        if type(tensor) is _Tensor:
+            try:
+                version = tensor._version
+            except RuntimeError:  # an inference tensor
+                version = _version_of(call, tensor)
+            if version is not None:
+                seen.append((arg, tensor, version))
     if not seen:
         return
     scheme, layer = _layer(call)
+    name = call.name
     with _lock:
-        mutated = [(key[1], change) for key, tensor, version in seen
-                   if (change := _observe(key + (scheme,), tensor, layer, version)) is not None]
+        mutated = [(arg, change) for arg, tensor, version in seen
+                   if (change := _observe((name, arg, scheme), tensor, layer, version)) is not None]
     for arg, (before, after) in mutated:
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",

@@ -1,0 +1,347 @@
+"""The checked project's modules, found the way Python would import them, parsed on demand.
+
+`Project` answers the tracer's cross-module questions ("what does the name `build_mask`
+imported here stand for?") without importing or running anything:
+
+- search roots, in order: the roots given on the command line (a folder, or a file's
+  folder), the folder above the top package holding the file (packages by `__init__.py`),
+  the file's own folder (a script's imports), the configuration's project root
+  (`pyproject.toml`'s folder) and its `src/` (src layouts);
+- `from .x import f` / `from ..pkg import f` relative to the importing module's package,
+  `from pkg.mod import f`, `import pkg.mod as m; m.f`, `from pkg import mod; mod.f`,
+  re-exports through a package's `__init__.py` (`from .impl import f`), a few levels deep;
+- a module is read and parsed when a question needs it, whatever the byte pre-filter would
+  say of it, once per process (keyed by its content hash), at most `MAX_MODULES` kept.
+
+Every module consulted while one file is checked is recorded with its content hash
+(`touched`): the result cache keys that file's findings on them too.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import sys
+import warnings
+from collections import OrderedDict
+from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
+
+from kvlint.analysis.module import ModuleIndex
+from kvlint.source import ReadFailure, decode
+
+MAX_MODULES = 96  # parsed modules kept per process (an ast is ~100x its source in memory)
+MAX_MODULE_BYTES = 2 * 2 ** 20
+MAX_REEXPORT_DEPTH = 4
+# top-level names never looked for in the project (the standard library and the frameworks
+# kvlint knows by name): no file-system probes for `torch.ones`
+EXTERNAL = frozenset(sys.stdlib_module_names) | {
+    "torch", "torch_npu", "torchair", "numpy", "np", "triton", "einops", "transformers", "cann_ops_transformer",
+}
+
+
+_ASSIGNED = re.compile(rb"(?m)^([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)")
+_IMPORTS = re.compile(rb"(?m)^[ \t]*(?:from[ \t]+\S+[ \t]+)?import[ \t]+(\([^)]*\)|[^\n]*)")
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+def _bound_names(data: bytes) -> frozenset:
+    """Names a module binds at module level (`name =` at column 0) or imports (a superset:
+    every word of its import lines)."""
+    names = set(_ASSIGNED.findall(data))
+    for part in _IMPORTS.findall(data):
+        names.update(_WORD.findall(part))
+    return frozenset(n.decode("ascii", "replace") for n in names)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+class _Loaded:
+    __slots__ = ("path", "digest", "tracer", "stat")
+
+    def __init__(self, path: str, digest: str, tracer, stat: tuple):
+        self.path, self.digest, self.tracer, self.stat = path, digest, tracer, stat
+
+
+def _stat(path: str) -> Optional[tuple]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+class Project:
+    def __init__(self, roots: Iterable[str] = (), project_root: str = ""):
+        self.roots: List[str] = []
+        self.add_roots(roots)
+        self.project_root = os.path.abspath(project_root) if project_root else ""
+        self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
+        self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
+        # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
+        self._bytes_info: Dict[str, tuple] = {}
+        self._resolvers: Dict[int, object] = {}
+        self.catalog = None  # set by the Checker: resolvers of other modules need it
+        self._current: List[object] = []  # tracers of the file being checked (never evicted)
+        self._fresh: set = set()
+        self.touched: Dict[str, str] = {}
+
+    def add_roots(self, roots: Iterable[str]) -> None:
+        for r in roots:
+            r = os.path.abspath(r)
+            if os.path.isfile(r):
+                r = os.path.dirname(r)
+            if os.path.isdir(r) and r not in self.roots:
+                self.roots.append(r)
+
+    # -- one checked file -------------------------------------------------------------------
+    def begin(self, tracer) -> None:
+        """Start checking the file of `tracer` (its module is the one the others refer to)."""
+        self._current = [tracer]
+        self.touched = {}
+        self._fresh = set()  # modules whose stat was compared during this file's check
+
+    def end(self) -> Dict[str, str]:
+        touched, self._current = self.touched, []
+        self.touched = {}
+        while len(self._modules) > MAX_MODULES:
+            self._modules.popitem(last=False)
+        return touched
+
+    # -- finding modules --------------------------------------------------------------------
+    def search_roots(self, importer: str) -> List[str]:
+        here = os.path.dirname(os.path.abspath(importer))
+        top = here
+        while os.path.isfile(os.path.join(top, "__init__.py")):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        out = list(self.roots)
+        for r in (top, here, self.project_root, os.path.join(self.project_root, "src") if self.project_root else ""):
+            if r and r not in out and os.path.isdir(r):
+                out.append(r)
+        return out
+
+    def find_module(self, importer: str, dotted: str, level: int = 0) -> Optional[str]:
+        """The file `from <level dots><dotted> import ...` in `importer` reads, or None."""
+        if not level and dotted.split(".")[0] in EXTERNAL:
+            return None
+        base_dir = os.path.dirname(os.path.abspath(importer))
+        key = (base_dir, "." * level + dotted)
+        if key in self._paths:
+            return self._paths[key]
+        found = None
+        parts = [p for p in dotted.split(".") if p]
+        if level:
+            d = base_dir
+            for _ in range(level - 1):
+                d = os.path.dirname(d)
+            found = _module_file(d, parts)
+        else:
+            for root in self.search_roots(importer):
+                found = _module_file(root, parts)
+                if found:
+                    break
+        self._paths[key] = found
+        return found
+
+    def mentions(self, path: str, words) -> bool:
+        """Whether the file's bytes match `words`, a bytes regex, or bind the name `words` (a
+        str) at module level or import it (read once per content, no parse): asked before a
+        module is parsed for an adapter or an operator alias."""
+        path = os.path.abspath(path)
+        stat = _stat(path)
+        info = self._bytes_info.get(path)
+        if info is None or info["stat"] != stat:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return False
+            info = self._bytes_info[path] = {"stat": stat, "data": data, "digest": _digest(data)}
+        if isinstance(words, str):
+            names = info.get("names")
+            if names is None:
+                names = info["names"] = _bound_names(info["data"])
+            found = words in names
+        else:
+            found = info.get(words.pattern)
+            if found is None:
+                found = info[words.pattern] = words.search(info["data"]) is not None
+        if not found:
+            self.touched[path] = info["digest"]  # a later edit may add what was looked for
+        return found
+
+    def load(self, path: str, words: Optional[Pattern[bytes]] = None):
+        """The tracer of the module at `path` (parsed on first use), or None. With `words`,
+        only when the file holds one of them."""
+        if words is not None and not self.mentions(path, words):
+            return None
+        path = os.path.abspath(path)
+        if path in self._modules:
+            loaded = self._modules[path]
+            if loaded is not None and path not in self._fresh and loaded.stat != _stat(path):
+                loaded = self._parse(path)  # changed since it was parsed (a long-lived process)
+        else:
+            loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
+        self._modules[path] = loaded
+        self._modules.move_to_end(path)
+        self._fresh.add(path)
+        if loaded is None:
+            return None
+        self.touched[path] = loaded.digest
+        return loaded.tracer
+
+    def _parse(self, path: str) -> Optional[_Loaded]:
+        from kvlint.analysis.values import ValueTracer
+
+        stat = _stat(path)
+        try:
+            if stat is None or stat[0] > MAX_MODULE_BYTES:
+                return None
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        source = decode(path, data)
+        if isinstance(source, ReadFailure):
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source.text, filename=path)
+            index = ModuleIndex(source, tree)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return _Loaded(path, _digest(data), ValueTracer(index, self), stat)
+
+    def resolver_of(self, tracer):
+        """The OperatorResolver of a loaded module (qualifies its names by its imports)."""
+        from kvlint.analysis.resolve import OperatorResolver
+
+        r = self._resolvers.get(id(tracer))
+        if r is None or r.tracer is not tracer:
+            r = self._resolvers[id(tracer)] = OperatorResolver(tracer.index, self.catalog, tracer)
+        return r
+
+    def tracer_of(self, node: ast.AST):
+        """The tracer whose module holds `node` (the checked file's or a loaded module's)."""
+        key = id(node)
+        for tracer in self._current:
+            if key in tracer.index.parent or node is tracer.index.tree:
+                return tracer
+        for loaded in reversed(self._modules.values()):
+            if loaded is not None and (key in loaded.tracer.index.parent or node is loaded.tracer.index.tree):
+                return loaded.tracer
+        return None
+
+    # -- what an imported name stands for ----------------------------------------------------
+    def _imported(self, tracer, name: str, depth: int = 0, words: Optional[Pattern[bytes]] = None):
+        """(tracer of the defining module, original name), following `from x import name`
+        and re-exports; or (tracer, None) when `name` is a module itself."""
+        entry = tracer.index.from_imports.get(name)
+        if entry is None or depth > MAX_REEXPORT_DEPTH:
+            return None
+        level, module, original = entry
+        importer = tracer.index.source.path
+        path = self.find_module(importer, module, level) if (module or level) else None
+        target = self.load(path, words) if path else None
+        if target is not None:
+            d = target.definitions().get(original)
+            if d is not None or target.assignments(target.index.tree).get(original):
+                return target, original
+            if original in target.index.from_imports:
+                return self._imported(target, original, depth + 1, words)
+        # `from pkg import mod`: the name is a submodule
+        sub = self.find_module(importer, f"{module}.{original}" if module else original, level)
+        sub_tracer = self.load(sub, words) if sub else None
+        if sub_tracer is not None:
+            return sub_tracer, None
+        return None
+
+    def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None):
+        """(tracer, FunctionDef/ClassDef) that `name`, imported in `tracer`'s module, is."""
+        hit = self._imported(tracer, name, words=words)
+        if hit is None or hit[1] is None:
+            return None
+        target, original = hit
+        d = target.definitions().get(original)
+        if d is not None:
+            return target, d
+        # `DeviceOperator = get_device_adaptor()`, `Alias = Impl`: a module-level binding of
+        # a name to a class or function of that module
+        for value in target.assignments(target.index.tree).get(original, []):
+            found = _defined(target, value[1])
+            if found is not None:
+                return found
+        return None
+
+    def imported_values(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> List[ast.expr]:
+        """Module-level values of a constant imported into `tracer`'s module (with `words`:
+        only from a module holding one of them)."""
+        hit = self._imported(tracer, name, words=words)
+        if hit is None or hit[1] is None:
+            return []
+        target, original = hit
+        return [v for _, v in target.assignments(target.index.tree).get(original, [])]
+
+    def module_tracer(self, tracer, dotted: str, words: Optional[Pattern[bytes]] = None):
+        """The module a local dotted name stands for: `import pkg.mod as m` (m), `import
+        pkg.mod` (pkg.mod), `from pkg import mod` (mod)."""
+        importer = tracer.index.source.path
+        module = tracer.index.module_imports.get(dotted)
+        if module is not None:
+            path = self.find_module(importer, module)
+            return self.load(path, words) if path else None
+        if "." not in dotted:
+            hit = self._imported(tracer, dotted, words=words)
+            if hit is not None and hit[1] is None:
+                return hit[0]
+        return None
+
+    def attribute_definition(self, tracer, dotted: str, attr: str, words: Optional[Pattern[bytes]] = None):
+        """`mod.f` / `pkg.mod.Cls`: the function or class `attr` of the module `dotted`."""
+        target = self.module_tracer(tracer, dotted, words)
+        if target is None:
+            return None
+        d = target.definitions().get(attr)
+        if d is not None:
+            return target, d
+        if attr in target.index.from_imports:
+            return self.imported_definition(target, attr, words)
+        return None
+
+
+def _defined(tracer, value: ast.expr, depth: int = 0):
+    """A module-level value naming a class/function of the module, directly or as what a
+    module function returns (`get_device_adaptor()` returning one of the adaptor classes: the
+    first one named)."""
+    if depth > 2:
+        return None
+    if isinstance(value, ast.Name):
+        d = tracer.definitions().get(value.id)
+        return (tracer, d) if d is not None else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        f = tracer.definitions().get(value.func.id)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for r in tracer.returns_of(f):
+                found = _defined(tracer, r, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _module_file(root: str, parts: Sequence[str]) -> Optional[str]:
+    if not parts:
+        init = os.path.join(root, "__init__.py")
+        return init if os.path.isfile(init) else None
+    base = os.path.join(root, *parts)
+    if os.path.isfile(base + ".py"):
+        return base + ".py"
+    init = os.path.join(base, "__init__.py")
+    if os.path.isfile(init):
+        return init
+    return None
