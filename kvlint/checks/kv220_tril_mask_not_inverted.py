@@ -2,11 +2,11 @@
 import ast
 from typing import Optional
 
-from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
+from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.masks import mask_constructions
+from kvlint.helpers.masks import follow_kept, kept_receiver, mask_constructions
 
 FACTS = load_facts()
 
@@ -15,26 +15,23 @@ REWRITING = {"masked_fill", "masked_fill_", "fill_", "copy_", "zero_", "logical_
              "triu", "triu_", "where", "eq", "ne", "lt", "le", "gt", "ge", "logical_xor", "bitwise_not"}
 
 
-def uninverted_tril(expr: ast.expr, ctx: FileContext, depth: int = 0) -> Optional[ast.Call]:
-    """The `tril` call `expr` is, with only dtype/device/shape-keeping calls on top of it
-    (no `~`, `not`, `logical_not`, `1 - x`, comparison or fill in between)."""
-    if depth > 10:
-        return None
-    if isinstance(expr, ast.Name):
-        cands = ctx.values.candidates(expr, expr, follow_calls=True)
-        if len(cands) == 1 and cands[0] is not expr:
-            return uninverted_tril(cands[0], ctx, depth + 1)
-        return None
+def _tril_step(expr: ast.AST):
     if not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)):
         return None  # ~x, 1 - x, x == 0, ...: inverted or rewritten
     f = expr.func
     if f.attr in ("tril", "tril_"):
-        return expr
+        return "found", expr
     if receiver_is_module(f.value) or f.attr in REWRITING:
         return None
-    if f.attr in PRESERVING_METHODS or f.attr in CONVERTING_METHODS or f.attr in ("to", "type"):
-        return uninverted_tril(f.value, ctx, depth + 1)
-    return None
+    receiver = kept_receiver(expr)
+    return ("next", receiver) if receiver is not None else None
+
+
+def uninverted_tril(expr: ast.expr, ctx: FileContext) -> Optional[ast.Call]:
+    """The `tril` call `expr` is, with only dtype/device/shape-keeping calls on top of it
+    (no `~`, `not`, `logical_not`, `1 - x`, comparison or fill in between)."""
+    found = follow_kept(expr, ctx, _tril_step)
+    return found if isinstance(found, ast.Call) else None
 
 
 @register

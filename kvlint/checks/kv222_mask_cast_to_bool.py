@@ -8,12 +8,11 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.masks import mask_constructions
+from kvlint.helpers.masks import DEVICE_SHAPE_KEEPING, mask_constructions
 
 FACTS = load_facts()
 
-KEEPING = {"npu", "cuda", "cpu", "contiguous", "clone", "detach", "view", "reshape", "unsqueeze",
-           "squeeze", "expand", "to", "pin_memory"}
+KEEPING = DEVICE_SHAPE_KEEPING
 CHECK_CALLS = {"is_floating_point", "dtype"}
 
 
