@@ -84,6 +84,12 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "LMDeploy's Ascend vendor ops"),
     Snapshot("PKU-YuanGroup", "Open-Sora-Plan", "f7fa604f4e3a523d6b973e4c89a5620ed1aff65a",
              "video diffusion with an NPU attention path (the .py files)"),
+    Snapshot("hicann", "cann-recipes-embodied-intelligence", "aed7a4788dfe94f6b90084f16ce493f9969471b1",
+             "embodied-AI recipes: VLA, world models, 3-D vision (the .py files)"),
+    Snapshot("hicann", "cann-recipes-train", "93819a74531c19c5c6089a5a916519ae20cf28fb",
+             "training recipes (the .py files)"),
+    Snapshot("hicann", "cann-recipes-spatial-intelligence", "71eb882bf34b90b297834b82c3693eb021c454bb",
+             "spatial-intelligence recipes (the .py files)"),
 )
 
 

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from kvlint import __version__
 from kvlint.analysis.findings import Edit, FileResult, Finding, Fix

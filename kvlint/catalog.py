@@ -118,9 +118,8 @@ class Catalog:
     def __init__(self, root: Optional[Path] = None):
         self.root = root or data_dir()
         raw = json.loads((self.root / "operators.json").read_text(encoding="utf-8"))
+        self.generated_from: str = raw.get("generated_from", "")  # the wheel operators.json was read from
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
-        # the torch_npu wheel the schemas came from (torch_npu-2.14.0-cp311-...)
-        self.generated_from: str = raw.get("generated_from", "")
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
         self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}

@@ -10,8 +10,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from kvlint import __version__
 from kvlint.catalog import load_catalog
-from kvlint.commands.check import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, FORMATS, add_options as add_check_options
-
+from kvlint.commands.check import EXIT_CLEAN, EXIT_ERROR, FORMATS
+from kvlint.commands.check import add_options as add_check_options
 
 
 class UsageError(Exception):
@@ -45,7 +45,7 @@ def jobs_count(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return n

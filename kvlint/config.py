@@ -341,8 +341,8 @@ def show(settings: Settings, path: str) -> str:
     lines += ["", "[tool.kvlint.heuristics]"]
     for field in dataclasses.fields(HeuristicNames):
         lines.append(f"{field.name.replace('_', '-')} = {toml_list(getattr(settings.names, field.name))}")
-    from kvlint.checks import all_rules
     from kvlint.catalog import load_catalog
+    from kvlint.checks import all_rules
 
     catalog = load_catalog()
     enabled = sorted(r.code for r in all_rules()

@@ -243,6 +243,13 @@ class Facts:
     def keyword(self, operator: str, role: str) -> Optional[str]:
         return self.operator(operator).keyword(role)
 
+    def role(self, operator: str, role: str) -> str:
+        """The keyword of a role the operator must have (a KeyError names what is missing)."""
+        keyword = self.keyword(operator, role)
+        if keyword is None:
+            raise KeyError(f"rules/facts: {operator} has no role {role!r}")
+        return keyword
+
     def keywords(self, operators: Iterable[str], role: str) -> Mapping[str, str]:
         """operator -> its keyword for `role`, for the operators that have one."""
         out = {}

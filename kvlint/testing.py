@@ -45,9 +45,12 @@ def findings_lines(path: Path, settings: Optional[Settings] = None, messages: bo
 
 def fixed_text(path: Path, settings: Settings, unsafe: bool) -> str:
     from kvlint.fix import fix_source
-    from kvlint.source import load
+    from kvlint.source import ReadFailure, load
 
-    outcome = fix_source(Checker(settings), load(str(path)), unsafe=unsafe)
+    source = load(str(path))
+    if isinstance(source, ReadFailure):
+        raise AssertionError(f"{path}: {source.reason}")
+    outcome = fix_source(Checker(settings), source, unsafe=unsafe)
     if outcome.errors:
         raise AssertionError("; ".join(outcome.errors))
     return outcome.text

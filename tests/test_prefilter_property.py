@@ -29,7 +29,7 @@ CHECKERS = {
     "default": Checker(Settings(extend_select=("ALL",))),
     "configured": Checker(Settings(extend_select=("ALL",), names=CONFIGURED)),
 }
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def findings(checker: Checker, data: bytes, prefilter: bool):

@@ -7,9 +7,9 @@ Every heuristic is named, documented and configurable (`[tool.kvlint]` names in
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, Iterable, Optional, Tuple
 
 from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name

@@ -1,7 +1,7 @@
 """KV101: a keyword of the other FA version (docs: rules/codes/KV101.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.keywords import other_version_name, rename_fix, unknown_keywords
 
 FACTS = load_facts()

@@ -3,9 +3,9 @@ import difflib
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.epilog import other_binding_keyword
 from kvlint.helpers.keywords import other_version_name, rename_fix, unknown_keywords
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 FA = FACTS.family("fa")

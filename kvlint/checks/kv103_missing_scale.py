@@ -3,11 +3,11 @@ import ast
 from typing import Optional
 
 from kvlint.analysis.findings import Fix
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.fixes import add_keyword
+from kvlint.facts import load_facts
 from kvlint.helpers.args import missing_keyword
+from kvlint.helpers.fixes import add_keyword
 
 FACTS = load_facts()
 

@@ -1,7 +1,7 @@
 """KV104: fused attention without the query head count (docs: rules/codes/KV104.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import missing_keyword
 
 FACTS = load_facts()

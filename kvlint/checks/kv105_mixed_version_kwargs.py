@@ -5,16 +5,17 @@ import ast
 from typing import Dict, List, Tuple
 
 from kvlint.analysis.values import KeywordArg
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 
 FACTS = load_facts()
 
 
 def version_only_names(ctx: FileContext) -> Tuple[frozenset, frozenset]:
-    v1 = ctx.catalog.operator("npu", FACTS.versions.v1).keyword_names
-    v2 = ctx.catalog.operator("npu", FACTS.versions.v2).keyword_names
+    v1_op, v2_op = ctx.catalog.operator("npu", FACTS.versions.v1), ctx.catalog.operator("npu", FACTS.versions.v2)
+    assert v1_op is not None and v2_op is not None, "rules/operators.json lacks an FA version"
+    v1, v2 = v1_op.keyword_names, v2_op.keyword_names
     return v1 - v2, v2 - v1
 
 

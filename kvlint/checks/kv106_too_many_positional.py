@@ -1,7 +1,7 @@
 """KV106: more than query, key, value passed by position (docs: rules/codes/KV106.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 
 FACTS = load_facts()
 

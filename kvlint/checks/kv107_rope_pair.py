@@ -1,9 +1,8 @@
 """KV107: query_rope without key_rope or the reverse (docs: rules/codes/KV107.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import literals, passes_value
-from kvlint.helpers.args import omits
+from kvlint.facts import load_facts
+from kvlint.helpers.args import literals, omits, passes_value
 
 FACTS = load_facts()
 

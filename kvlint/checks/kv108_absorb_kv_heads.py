@@ -1,9 +1,8 @@
 """KV108: an MLA absorb call whose num_key_value_heads is not 1 (docs: rules/codes/KV108.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import int_literals, literals, param_values, passes_value, same_expression
-from kvlint.helpers.args import omits
+from kvlint.facts import load_facts
+from kvlint.helpers.args import int_literals, literals, omits, param_values, passes_value, same_expression
 
 FACTS = load_facts()
 

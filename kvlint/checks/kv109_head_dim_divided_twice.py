@@ -7,9 +7,9 @@ from typing import Iterator, Optional, Tuple
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import literals, param_values
 from kvlint.helpers.roles import operators_with, role_values
-from kvlint.facts import load_facts
 
 # HEADS_NAME: a name whose last part is one of these holds the number of attention heads.
 HEADS_NAMES = ("num_heads", "head_num", "n_heads", "nheads", "num_attention_heads", "num_heads",

@@ -1,12 +1,11 @@
 """KV130: the softmax LSE output used without asking for it (docs: rules/codes/KV130.toml)."""
 import ast
 
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import is_true_somewhere
+from kvlint.facts import load_facts
+from kvlint.helpers.args import is_true_somewhere, omits
 from kvlint.helpers.results import first_read_after, is_placeholder, result_target, unpacked_names
-from kvlint.helpers.args import omits
 
 FACTS = load_facts()
 
@@ -20,7 +19,7 @@ class LseWithoutFlag(Rule):
     def check_call(self, oc, ctx: FileContext):
         if oc.variant not in ("", "default"):
             return
-        flag = FACTS.keyword(oc.name, "lse_flag")
+        flag = FACTS.role(oc.name, "lse_flag")
         if is_true_somewhere(oc, ctx, flag):
             return
         if ctx.args(oc.call).has(flag):

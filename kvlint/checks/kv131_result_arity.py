@@ -2,9 +2,9 @@
 (docs: rules/codes/KV131.toml)."""
 import re
 
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.results import result_target, unpacked_names
 
 FACTS = load_facts()

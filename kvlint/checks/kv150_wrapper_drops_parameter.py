@@ -4,15 +4,16 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.keywords import misnamed
 from kvlint.facts import load_facts
+from kvlint.helpers.keywords import misnamed
 
 SCALE_PARAMS = ("scale", "softmax_scale", "scale_value", "sm_scale")
 MASK_PARAMS = ("attention_mask", "attn_mask", "atten_mask")
 MASK_KEYWORD = "atten_mask"
+QKV = ("query", "key", "value")
 MAX_HOPS = 8
 FACTS = load_facts()
 MASK_READERS = FACTS.family("mask_readers")
@@ -59,20 +60,39 @@ class Bindings:
                 self.table.setdefault(key, []).append(value)
 
     def depends(self, expr: ast.expr, name: str, seen: Optional[Set[str]] = None, hops: int = 0) -> bool:
-        """`expr` mentions `name`, directly or through the names and `self.x` bound in the function."""
+        """`expr` mentions `name`, directly or through the names and `self.x` bound in the
+        function. `obj.field` of a local built as `Params(..., field=value)` follows only
+        `value` (field-sensitive), not everything else the object was built from."""
         seen = set() if seen is None else seen
-        for n in ast.walk(expr):
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id != "self":
+                picked = self._field(n.value.id, n.attr)
+                if picked is not None:
+                    if hops < MAX_HOPS and any(self.depends(v, name, seen, hops + 1) for v in picked):
+                        return True
+                    continue
             key = _key(n) if isinstance(getattr(n, "ctx", None), ast.Load) else None
-            if key is None:
-                continue
-            if key == name:
-                return True
-            if key in seen or hops >= MAX_HOPS:
-                continue
-            seen.add(key)
-            if any(self.depends(v, name, seen, hops + 1) for v in self.table.get(key, ())):
-                return True
+            if key is not None:
+                if key == name:
+                    return True
+                if key not in seen and hops < MAX_HOPS:
+                    seen.add(key)
+                    if any(self.depends(v, name, seen, hops + 1) for v in self.table.get(key, ())):
+                        return True
+                if isinstance(n, ast.Attribute):
+                    continue  # `self.x`: followed through its bindings
+            stack.extend(ast.iter_child_nodes(n))
         return False
+
+    def _field(self, obj: str, attr: str) -> Optional[List[ast.expr]]:
+        """The values of keyword `attr` when every binding of `obj` is a call passing it."""
+        values = self.table.get(obj)
+        if not values or not all(isinstance(v, ast.Call) for v in values):
+            return None
+        picked = [k.value for v in values for k in v.keywords if k.arg == attr]
+        return picked if len(picked) == len(values) else None
 
 
 def _key(node: ast.AST) -> Optional[str]:
@@ -142,17 +162,19 @@ class WrapperDropsParameter(Rule):
 
     @staticmethod
     def _reaches(name: str, oc, concept: str, bindings: Bindings, ctx: FileContext) -> bool:
-        """The value reaches the call: its scale keyword or a positional argument for a scale;
-        any argument for a mask (a mask also counts when it becomes the lengths,
-        `_upad_input(mask)` -> cu_seqlens -> `actual_seq_qlen`)."""
+        """The value reaches the call: its scale keyword or a positional argument after
+        query, key, value for a scale; any argument but query, key and value for a mask (a
+        mask also counts when it becomes the lengths, `_upad_input(mask)` -> cu_seqlens ->
+        `actual_seq_qlen`). Query, key and value do not count: they are often built from an
+        object that also holds the mask or the scale (`params = Params(q, k, v, mask)`)."""
         args = ctx.args(oc.call)
         if concept == "mask":
-            values = [k.value for k in args.all()]
+            values = [k.value for key, items in args.keywords.items() if key not in QKV for k in items]
         else:
             keyword = FACTS.keyword(oc.name, "scale") or "scale"
             values = args.values(keyword) + args.values("scale")
             values += [kw.value for kw in misnamed(oc, ctx, keyword)]  # KV101's finding, not ours
-        values = list(values) + list(args.positional)
+        values = list(values) + list(args.positional[3:])
         return any(bindings.depends(v, name) for v in values)
 
     @staticmethod

@@ -4,9 +4,9 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.roles import role_values
 from kvlint.helpers.sparse import sparse_view
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 MASK_READERS = FACTS.family("mask_readers")

@@ -2,10 +2,10 @@
 import ast
 from typing import Iterator
 
-from kvlint.facts import load_facts
+from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.analysis.context import DECODE
+from kvlint.facts import load_facts
 from kvlint.helpers.roles import role_values, spelling
 from kvlint.helpers.sparse import branch_views, sparse_view
 from kvlint.helpers.windows import mentioned

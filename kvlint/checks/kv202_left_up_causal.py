@@ -2,9 +2,9 @@
 import ast
 
 from kvlint.analysis.findings import Fix
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.fixes import set_keyword
 from kvlint.helpers.sparse import sparse_view
 

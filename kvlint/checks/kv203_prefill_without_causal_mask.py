@@ -1,8 +1,8 @@
 """KV203: prefill attention that is silently bidirectional (docs: rules/codes/KV203.toml)."""
 from kvlint.analysis.context import DECODE, PREFILL
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.sparse import ABSENT, bounded, branch_views, sparse_view, token_window_values
 
 FACTS = load_facts()

@@ -6,9 +6,9 @@ from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.fixes import module_head, set_keyword
 from kvlint.helpers.masks import mask_constructions
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 

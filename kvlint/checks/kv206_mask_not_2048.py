@@ -2,10 +2,10 @@
 (docs: rules/codes/KV206.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.masks import innermost_factory, mask_constructions
-from kvlint.helpers.tensors import factory_shape
-from kvlint.helpers.sparse import sparse_view
 from kvlint.facts import load_facts
+from kvlint.helpers.masks import innermost_factory, mask_constructions
+from kvlint.helpers.sparse import sparse_view
+from kvlint.helpers.tensors import factory_shape
 
 FACTS = load_facts()
 MASK = FACTS.fa.mask
@@ -32,7 +32,7 @@ class MaskNot2048(Rule):
             if factory is None:
                 continue
             shape = factory_shape(factory, ctx)
-            if wrong_shape(shape):
+            if shape is not None and wrong_shape(shape):
                 shown = "x".join(map(str, shape))
                 yield ctx.finding(self.code, factory,
                                   f"mask of shape {shown} reaches {oc.name} (line {oc.call.lineno}) with "

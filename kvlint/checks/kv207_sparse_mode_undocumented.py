@@ -1,9 +1,9 @@
 """KV207: a literal sparse_mode outside the documented set (docs: rules/codes/KV207.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import int_literals, literals
 from kvlint.helpers.roles import role_node
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 
@@ -20,7 +20,7 @@ class SparseModeUndocumented(Rule):
         facts = FACTS.operator(oc.name)
         allowed = facts.sparse_modes or ()
         wrong = sorted(set(v for v in int_literals(found) if v not in allowed))
-        node = role_node(oc, ctx, "sparse_mode")
+        node = role_node(oc, ctx, "sparse_mode") or oc.call.func
         if not wrong:
             yield from self._layout_bound(oc, ctx, facts, set(int_literals(found)), node)
             return

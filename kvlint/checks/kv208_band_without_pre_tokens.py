@@ -1,9 +1,8 @@
 """KV208: sparse_mode=4 (band) without a pre_tokens window (docs: rules/codes/KV208.toml)."""
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import literals
-from kvlint.helpers.args import omits
+from kvlint.facts import load_facts
+from kvlint.helpers.args import literals, omits
 from kvlint.helpers.sparse import sparse_view
 
 FACTS = load_facts()

@@ -5,8 +5,8 @@ from typing import Optional
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.masks import mask_constructions
 from kvlint.facts import load_facts
+from kvlint.helpers.masks import mask_constructions
 
 FACTS = load_facts()
 

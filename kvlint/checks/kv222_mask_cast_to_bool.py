@@ -7,8 +7,8 @@ from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.masks import mask_constructions
 from kvlint.facts import load_facts
+from kvlint.helpers.masks import mask_constructions
 
 FACTS = load_facts()
 

@@ -6,9 +6,9 @@ from typing import Optional
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.roles import role_values
 from kvlint.helpers.sparse import sparse_view
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 RIGHT_DOWN = FACTS.fa.sparse.right_down_causal

@@ -1,5 +1,7 @@
 """KV230: a Hugging Face `sliding_window` passed as `pre_tokens` without `- 1`
 (docs: rules/codes/KV230.toml)."""
+import ast
+
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
@@ -43,10 +45,12 @@ class WindowCountsCurrentToken(Rule):
             for leaf in window_leaves(value, oc.call, ctx):
                 if _hf_count(leaf, ctx):
                     shown = ctx.text(leaf.expr)
+                    fix = f"pass `{shown} - 1`" if isinstance(leaf.expr, (ast.Name, ast.Attribute)) \
+                        else "subtract 1 where the window is read from the config"
                     yield ctx.finding(
                         self.code, node,
                         f"`{shown}` goes into `{keyword}` as is: a Hugging Face `sliding_window` counts "
                         f"the current token, `{keyword}` counts only the earlier ones, so every query "
-                        f"attends to one key too many, silently; pass `{shown} - 1`",
+                        f"attends to one key too many, silently; {fix}",
                         anchor=oc.call)
                     return

@@ -7,8 +7,14 @@ from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
-from kvlint.helpers.windows import (WINDOW_WORD, guard_mentions, is_window_name, mentioned, self_attribute_values,
-                                    window_leaves)
+from kvlint.helpers.windows import (
+    WINDOW_WORD,
+    guard_mentions,
+    is_window_name,
+    mentioned,
+    self_attribute_values,
+    window_leaves,
+)
 
 NONE, MINUS_ONE = "None", "-1"
 

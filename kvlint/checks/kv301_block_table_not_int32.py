@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, Optional, Tuple
+from typing import Optional
 
 from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
 from kvlint.analysis.findings import Edit, Fix

@@ -1,8 +1,8 @@
 """KV302: block_table without block_size or without the KV lengths (docs: rules/codes/KV302.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import omits
 from kvlint.facts import load_facts
+from kvlint.helpers.args import omits
 
 FACTS = load_facts()
 
@@ -23,9 +23,9 @@ class PagedWithoutSizeOrLengths(Rule):
     def check_call(self, oc, ctx: FileContext):
         if not passes_a_block_table(oc, ctx):
             return
-        kv_lens = FACTS.keyword(oc.name, "kv_lens")
+        kv_lens = FACTS.role(oc.name, "kv_lens")
         missing = [k for k in ("block_size", kv_lens) if omits(oc, ctx, k)]
-        if oc.name == FACTS.versions.v1 and ctx.args(oc.call).has(FACTS.keyword(oc.name, "q_lens")):
+        if oc.name == FACTS.versions.v1 and ctx.args(oc.call).has(FACTS.role(oc.name, "q_lens")):
             # the IFA habit (Q lengths passed as if they were KV lengths) is KV305's, with its rename
             missing = [k for k in missing if k != kv_lens]
         if not missing:

@@ -2,8 +2,8 @@
 from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import int_literals, literals, passes_value
 from kvlint.facts import load_facts
+from kvlint.helpers.args import int_literals, literals, passes_value
 
 FACTS = load_facts()
 RULES = FACTS.fa.block_size
@@ -15,15 +15,15 @@ class BlockSizeAlignment(Rule):
     operators = FACTS.family("paged_readers")
 
     def check_call(self, oc, ctx: FileContext):
-        if not passes_value(oc, ctx, FACTS.keyword(oc.name, "block_table")):
+        if not passes_value(oc, ctx, FACTS.role(oc.name, "block_table")):
             return
-        found = literals(oc, ctx, FACTS.keyword(oc.name, "block_size"))
+        found = literals(oc, ctx, FACTS.role(oc.name, "block_size"))
         if not found:
             return
         decode_only = oc.name in FACTS.family("decode_only") or ctx.context.phase(oc.call) == DECODE
         rope = FACTS.keyword(oc.name, "query_rope")
         mla = rope is not None and passes_value(oc, ctx, rope)
-        node = ctx.args(oc.call).keywords[FACTS.keyword(oc.name, "block_size")][0].node
+        node = ctx.args(oc.call).keywords[FACTS.role(oc.name, "block_size")][0].node
         largest, step = RULES.max, RULES.prefill_multiple
         align = RULES.decode_default_alignment
         for v in sorted(set(int_literals(found))):

@@ -9,8 +9,8 @@ from typing import FrozenSet
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import param_values
 from kvlint.facts import load_facts
+from kvlint.helpers.args import param_values
 
 FACTS = load_facts()
 

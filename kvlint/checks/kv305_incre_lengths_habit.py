@@ -4,10 +4,9 @@ from kvlint.analysis.context import DECODE
 from kvlint.analysis.findings import Fix
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import passes_value
-from kvlint.helpers.keywords import rename_fix
-from kvlint.helpers.args import omits
 from kvlint.facts import load_facts
+from kvlint.helpers.args import omits, passes_value
+from kvlint.helpers.keywords import rename_fix
 
 FACTS = load_facts()
 FA_V1 = FACTS.versions.v1
@@ -31,7 +30,7 @@ def says_kv_lengths(value) -> bool:
     if any(p in QUERY_LENGTH_PARTS or p.startswith("query") for p in parts):
         return False
     return "kv" in name.lower() or any(p in KV_LENGTH_PARTS for p in parts)
-Q_LENGTHS, KV_LENGTHS = FACTS.keyword(FA_V1, "q_lens"), FACTS.keyword(FA_V1, "kv_lens")
+Q_LENGTHS, KV_LENGTHS = FACTS.role(FA_V1, "q_lens"), FACTS.role(FA_V1, "kv_lens")
 
 
 @register

@@ -6,8 +6,8 @@ from typing import Iterator, Optional, Tuple
 from kvlint.analysis.values import UNKNOWN
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import param_values, passes_value
 from kvlint.facts import load_facts
+from kvlint.helpers.args import param_values, passes_value
 from kvlint.helpers.roles import role_node, role_values
 
 PAGED_READERS = load_facts().family("paged_readers")

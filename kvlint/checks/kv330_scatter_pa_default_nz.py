@@ -2,9 +2,8 @@
 (docs: rules/codes/KV330.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.args import param_values
+from kvlint.helpers.args import omits, param_values
 from kvlint.helpers.tensors import is_nz_view
-from kvlint.helpers.args import omits
 
 
 @register

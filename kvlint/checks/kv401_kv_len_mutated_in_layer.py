@@ -6,10 +6,10 @@ import re
 from typing import Optional
 
 from kvlint.analysis.context import layer_class_pattern, layer_loop_pattern
-from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_write_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
+from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_write_pattern
 
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
@@ -246,6 +246,11 @@ class KvLenMutatedInLayer(Rule):
 def reports_store(target: ast.expr, stmt: ast.AST, ctx: FileContext) -> bool:
     """Whether KV401 reports this store of a length name (KV402 leaves those to KV401)."""
     return any(True for _ in _KV401._check_store(target, stmt, ctx))
+
+
+def per_call_object(target: ast.expr, stmt: ast.AST, ctx: FileContext) -> bool:
+    """KV401's CONSTRUCTED_OBJECT: `target` is an attribute of an object this function built."""
+    return _KV401._per_call_object(target, stmt, ctx)
 
 
 _KV401 = KvLenMutatedInLayer()

@@ -3,11 +3,16 @@
 import ast
 
 from kvlint.analysis.context import layer_loop_pattern
-from kvlint.helpers.lengths import kv_length_write_pattern
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.kv401_kv_len_mutated_in_layer import KvLenMutatedInLayer, reports_store, terminal_name
+from kvlint.checks.kv401_kv_len_mutated_in_layer import (
+    KvLenMutatedInLayer,
+    per_call_object,
+    reports_store,
+    terminal_name,
+)
+from kvlint.helpers.lengths import kv_length_write_pattern
 
 # DERIVATION: arithmetic, or a call that builds a new length/slot tensor.
 DERIVING_CALLS = frozenset({
@@ -38,7 +43,6 @@ class LengthsRederivedPerLayer(Rule):
         return ((layer_loop_pattern(settings.names),), (kv_length_write_pattern(settings.names),))
 
     def check_module(self, ctx: FileContext):
-        kv401 = KvLenMutatedInLayer()  # (lost in a merge on main: restored, no logic change)
         for stmt in ctx.index.assigns:
             if stmt.value is None:
                 continue
@@ -53,7 +57,7 @@ class LengthsRederivedPerLayer(Rule):
                     continue
                 if reports_store(target, stmt, ctx):
                     continue  # KV401 reports this store (an increment or a foreign write)
-                if kv401._per_call_object(target, stmt, ctx):
+                if per_call_object(target, stmt, ctx):
                     continue  # CONSTRUCTED_OBJECT: an object this iteration built holds its own lengths
                 shown = dotted_name(target) or name
                 yield ctx.finding(self.code, target,

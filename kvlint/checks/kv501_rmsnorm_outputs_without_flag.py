@@ -4,8 +4,8 @@ import ast
 
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.helpers.results import result_target, unpacked_names
 from kvlint.facts import load_facts
+from kvlint.helpers.results import result_target, unpacked_names
 
 V1 = load_facts().family("rmsnorm_rope_cache")[0]  # v1 (v2 has no is_output_kv)
 LATE_INDICES = (2, 3, -1, -2)

@@ -5,9 +5,9 @@ import re
 from typing import Optional
 
 from kvlint.analysis.module import dotted_name
-from kvlint.facts import load_facts
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import param_values
 from kvlint.helpers.tensors import NZ_LAST_DIMS, literal_last_dim
 

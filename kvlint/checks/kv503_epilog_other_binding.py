@@ -2,9 +2,9 @@
 (docs: rules/codes/KV503.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
+from kvlint.facts import load_facts
 from kvlint.helpers.args import param_values
 from kvlint.helpers.epilog import EPILOG, other_binding_keyword
-from kvlint.facts import load_facts
 
 SHOW = load_facts().namespaces.show
 

@@ -3,8 +3,8 @@ outside the operator's constraints (docs: rules/codes/KV504.toml)."""
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.helpers.args import param_values
-from kvlint.helpers.tensors import literal_last_dim
 from kvlint.helpers.epilog import EPILOG
+from kvlint.helpers.tensors import literal_last_dim
 
 
 def _default(oc, name: str):

@@ -213,7 +213,8 @@ def render(report: Report, args) -> str:
         text = statistics.render(report)
         return text + ("".join(line + "\n" for line in summary_lines(report)) if summary and report.findings else "")
     if fmt == "text":
-        from kvlint.report.text_format import render as render_text, use_color
+        from kvlint.report.text_format import render as render_text
+        from kvlint.report.text_format import use_color
 
         if args.quiet and not report.findings and not report.errors:
             return ""

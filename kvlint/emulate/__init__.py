@@ -13,14 +13,14 @@ with its real schema; the attention and KV-cache operators run reference kernels
 (`kvlint/runtime/families/<family>/reference.py`) after the guard's loud contracts (a call the
 NPU rejects raises `EmulatedOperatorError`); the others raise NotImplementedError. In pytest:
 `pytest --kvlint-emulate` (with `--kvlint` to guard the session too). Needs torch
-(`pip install 'kvlint[emulate]'`, torch pinned where an unpinned one would pull a CUDA build).
+(`pip install 'ascend-kvlint[emulate]'`, torch pinned where an unpinned one would pull a CUDA build).
 See docs/emulate.md."""
 from __future__ import annotations
 
 try:
     import torch  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised without torch only
-    raise ImportError("kvlint.emulate needs torch: pip install 'kvlint[emulate]' (pin torch, e.g. "
+    raise ImportError("kvlint.emulate needs torch: pip install 'ascend-kvlint[emulate]' (pin torch, e.g. "
                       "torch==2.13.0, where an unpinned one would pull a CUDA build)") from exc
 
 from kvlint.emulate.install import Emulation, install, is_installed, uninstall

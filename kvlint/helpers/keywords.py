@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Tuple
 
-from kvlint.analysis.findings import Edit, Fix
+from kvlint.analysis.findings import Fix
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import KeywordArg
 from kvlint.checks.base import FileContext

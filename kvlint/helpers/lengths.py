@@ -7,7 +7,6 @@ from functools import lru_cache
 
 from kvlint.analysis.context import HeuristicNames
 
-
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.
 INPLACE_METHODS = frozenset({
     "add_", "sub_", "mul_", "div_", "copy_", "fill_", "zero_", "index_put_", "index_add_",

@@ -40,7 +40,7 @@ def first_read_after(name: str, stmt: ast.AST, ctx: FileContext) -> Optional[ast
     only hands the value back (`return out, lse`): its consumer is not visible here. Loops
     that re-enter `stmt` are not followed."""
     scope = ctx.index.enclosing_scope(stmt)
-    end = (getattr(stmt, "end_lineno", stmt.lineno), getattr(stmt, "end_col_offset", 0))
+    end = (getattr(stmt, "end_lineno", None) or getattr(stmt, "lineno", 0), getattr(stmt, "end_col_offset", 0))
     hits = [n for n in ast.walk(scope)
             if isinstance(n, ast.Name) and n.id == name and (n.lineno, n.col_offset) > end]
     hits.sort(key=lambda n: (n.lineno, n.col_offset))

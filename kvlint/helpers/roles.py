@@ -13,8 +13,8 @@ from typing import List, Optional, Tuple
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
-from kvlint.helpers.args import param_values, positional_value
 from kvlint.facts import load_facts
+from kvlint.helpers.args import param_values, positional_value
 
 FACTS = load_facts()
 

@@ -8,8 +8,8 @@ from typing import List, Optional, Set
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
-from kvlint.helpers.roles import positional_value
 from kvlint.facts import load_facts
+from kvlint.helpers.roles import positional_value
 
 FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
@@ -124,7 +124,7 @@ def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView
         phases = {ctx.context.arm_phase(tests[k], side == "body") for k, side in arms if k in tests}
         phases.discard(None)
 
-        def lit(role, default):
+        def lit(role, default, combo=combo):
             v = combo[role]
             if v is None:
                 return default

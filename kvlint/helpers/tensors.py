@@ -24,7 +24,7 @@ def reshape_dims(expr: ast.expr) -> Optional[List[ast.expr]]:
         return list(expr.args[0].elts)
     if any(isinstance(a, ast.Starred) for a in expr.args) or not expr.args:
         return None
-    if len(expr.args) == 1 and dotted_name(expr.args[0]) and dotted_name(expr.args[0]).startswith("torch."):
+    if len(expr.args) == 1 and (dotted_name(expr.args[0]) or "").startswith("torch."):
         return None  # .view(torch.uint8): a dtype view
     return list(expr.args)
 

@@ -14,8 +14,9 @@ from typing import Dict
 from kvlint import __version__
 from kvlint.analysis.findings import Finding
 from kvlint.catalog import RuleInfo, load_catalog
+from kvlint.links import HOMEPAGE as INFO_URI
+from kvlint.links import rule_url
 from kvlint.report import Report
-from kvlint.links import HOMEPAGE as INFO_URI, rule_url
 from kvlint.rule_docs import render_rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

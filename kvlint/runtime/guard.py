@@ -31,7 +31,8 @@ from kvlint.facts import load_facts
 from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Violation
-from kvlint.runtime.registry import base_name as _base_name, contracts_for
+from kvlint.runtime.registry import base_name as _base_name
+from kvlint.runtime.registry import contracts_for
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")

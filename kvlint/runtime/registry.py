@@ -35,7 +35,8 @@ def _load() -> None:
     global _loaded
     if not _loaded:
         from kvlint.runtime.families.cache_write import contracts as _cw  # noqa: F401  (registration)
-        from kvlint.runtime.families.fa import contracts as _fa, paged as _paged  # noqa: F401
+        from kvlint.runtime.families.fa import contracts as _fa  # noqa: F401  (registration)
+        from kvlint.runtime.families.fa import paged as _paged  # noqa: F401
         from kvlint.runtime.families.fusion import contracts as _fusion  # noqa: F401
         from kvlint.runtime.families.kvlen import contracts as _kvlen  # noqa: F401
         from kvlint.runtime.families.mla import contracts as _mla  # noqa: F401

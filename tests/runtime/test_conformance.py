@@ -48,6 +48,16 @@ def mla_bsh(b=4, s=1, n=64, nb=8, bs=128, width=32, **kw):
     return fa(m(b, s, n * 512), m(nb, bs, 512), m(nb, bs, 512), **args)
 
 
+def mla_sliding(n=128, bs=128, layout="BSND", **kw):
+    """MLA with sparse_mode 4 = sliding attention (FiaInfoParser: slidingFlag = sparse_mode == 4)."""
+    q, qr = (m(4, 1, n, 512), m(4, 1, n, 64)) if layout == "BSND" else (m(4, 1, n * 512), m(4, 1, n * 64))
+    args = dict(num_heads=n, num_key_value_heads=1, input_layout=layout, block_table=table(4, 4), block_size=bs,
+                actual_seq_lengths_kv=[4 * bs] * 4, query_rope=qr, key_rope=m(16, bs, 64), sparse_mode=4,
+                atten_mask=mask(2048, 2048))
+    args.update(kw)
+    return fa(q, m(16, bs, 512), m(16, bs, 512), **args)
+
+
 def mla_bnsd(b=32, s=2, n=32, sparse=3, atten_mask="default", cache=(64, 1, 128, 512), rope=(64, 1, 128, 64), **kw):
     """utest case_deepseek_mla_witmask: BNSD, 4-D cache (64, 1, 128, 512), table (32, 2)."""
     args = dict(num_heads=n, num_key_value_heads=1, input_layout="BNSD", block_table=table(b, 2), block_size=128,
@@ -133,7 +143,8 @@ ACCEPTED = {
     "utest:case_deepseek_mla_kv_nz_bsnd": mla_nz(layout="BSND"),
     "MLA TND, 2 tokens per request, sparse 3": mla_tnd(),
     "MLA TND, no mask, sparse 0": mla_tnd(sparse=0, atten_mask=None),
-    "MLA decode sparse 4 band": mla_bsh(sparse_mode=4, atten_mask=mask(2048, 2048)),
+    "MLA sliding attention (sparse 4): BSND, group 128, block 128": mla_sliding(),
+    "MLA sliding attention, block 64, query lengths given": mla_sliding(bs=64, actual_seq_lengths=[1] * 4),
     "utest:case_ifa_sliding_pa_kv_unequal_bsh (D_k 192, D_v 128, more table rows and lengths than requests)":
         fa(m(4, 1, 192), m(64, 128, 192), m(64, 128, 128), num_heads=1, num_key_value_heads=1, input_layout="BSH",
            block_table=table(32, 2), block_size=128, actual_seq_lengths_kv=[128] * 32, pre_tokens=128),
@@ -203,7 +214,13 @@ REJECTED = {
            num_key_value_heads=1, input_layout="BNSD", block_table=table(24, 9), block_size=128,
            actual_seq_lengths_kv=[1] * 24, query_rope=m(24, 64, 17, 64, dtype=BF), key_rope=m(200, 128, 64, dtype=BF)),
         "KV213", "Q_S = 17"),
-    "MLA TND sparse 4": (mla_tnd(sparse=4), "KV213", "TND"),
+    "MLA TND sparse 4 (sliding: BSND only)": (mla_tnd(sparse=4), "KV110", "sparse_mode 4"),
+    "MLA sliding attention with BSH (CheckFeatureMlaNoQuantLayout)": (mla_sliding(layout="BSH"), "KV110", "BSND"),
+    "MLA sliding attention with group 64 (CheckFeatureMlaNoQuantShape)": (mla_sliding(n=64), "KV112", "128"),
+    "MLA sliding attention with block 16 (CheckFeatureMlaNoquantPa)": (
+        mla_sliding(bs=16, key_rope=m(16, 16, 64)), "KV311", "[64, 128]"),
+    "MLA sliding attention with a (1, 2048, 2048) mask (CheckAttentionMask)": (
+        mla_sliding(atten_mask=mask(1, 2048, 2048)), "KV206", "sparse_mode 4"),
     "MLA TND mask (1, 2048, 2048)": (mla_tnd(atten_mask=mask(1, 2048, 2048)), "KV206", "exactly"),
     "MLA query lengths outside TND (CheckFeatureActualSeqLensExistence)": (
         mla_bsh(actual_seq_lengths=[1] * 4), "KV316", "only in TND"),

@@ -10,9 +10,10 @@ import math
 
 import torch
 
-from kvlint.runtime.call import SMALL, Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.registry import contract
 from kvlint.facts import load_facts
+from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
+from kvlint.runtime.call import dtypes as _dtypes
+from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
 WRITERS = FACTS.family("slot_writers")

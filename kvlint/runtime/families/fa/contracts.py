@@ -10,9 +10,10 @@ from typing import Optional
 
 import torch
 
-from kvlint.runtime.call import Call, dtype_name, dtypes as _dtypes, shape_of
-from kvlint.runtime.registry import contract
 from kvlint.facts import load_facts
+from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.call import dtypes as _dtypes
+from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
 FA_OPS = FACTS.family("fa_layout")
@@ -402,11 +403,37 @@ def mla_rope(call: Call) -> None:
         if kv != MLA["kv_heads"]:
             call.fail("KV510", view.roles.kv_heads_arg, "1 for the 512-wide latent (MLA absorb)", str(kv),
                       "the operator rejects the call")
-        elif not view.paged:
+        elif not view.paged and view.sparse != MLA["sliding_mode"]:
             call.fail("KV510", "block_table", "a paged cache for the 512-wide latent (MLA absorb)", "None",
                       "the operator rejects the call")
         else:
             _mla_features(call, view)
+
+
+def _mla_sliding(call: Call, view: FaView) -> None:
+    """MLA with sparse_mode 4 = sliding attention (FIA tiling_info_parser.cpp slidingFlag), FIA
+    tiling_check_feature.cpp CheckFeatureMlaNoQuantLayout / Shape / Pa, consistency CheckAttentionMask."""
+    roles, k, m = view.roles, view.k, view.mask
+    why = "the operator rejects the call (sliding attention: MLA with sparse_mode 4)"
+    if view.layout not in MLA["sliding_layouts"]:
+        call.fail("KV110", roles.layout, f"one of {', '.join(MLA['sliding_layouts'])} in MLA with sparse_mode 4",
+                  repr(view.layout), why)
+        return
+    group = view.num_heads // (view.kv_heads or view.num_heads)
+    if group != MLA["sliding_group"]:
+        call.fail("KV112", roles.num_heads, f"{MLA['sliding_group']} query heads per KV head in MLA with "
+                  "sparse_mode 4", f"{group}", why)
+        return
+    if view.paged and k.dim() == 5:
+        call.fail("KV110", "key", "an ND (3-D or 4-D) paged cache in MLA with sparse_mode 4", f"NZ {shape_of(k)}", why)
+        return
+    if view.paged and view.block_size not in MLA["sliding_block_sizes"]:
+        call.fail("KV311", roles.block_size, f"one of {list(MLA['sliding_block_sizes'])} in MLA with sparse_mode 4",
+                  str(view.block_size), why)
+        return
+    if m is not None and tuple(m.shape) != tuple(MLA["tnd_mask_shape"]):
+        call.fail("KV206", roles.mask_arg, f"exactly {tuple(MLA['tnd_mask_shape'])} in MLA with sparse_mode 4",
+                  shape_of(m), why)
 
 
 def _mla_features(call: Call, view: FaView) -> None:
@@ -428,6 +455,9 @@ def _mla_features(call: Call, view: FaView) -> None:
         call.fail("KV110", "key", f"a 3-D (num_blocks, block_size, N_kv*D) cache with input_layout {layout!r} "
                   f"(MLA reads a 4-D cache only with BNSD or TND queries)", f"4-D {shape_of(k)}",
                   "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
+        return
+    if view.sparse == MLA["sliding_mode"]:
+        _mla_sliding(call, view)
         return
     if k.dim() == 5 and bs != MLA["block_size_nz"]:
         call.fail("KV311", roles.block_size, f"{MLA['block_size_nz']} with an NZ cache (MLA)", str(bs),

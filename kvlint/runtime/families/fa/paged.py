@@ -8,10 +8,10 @@ from itertools import chain
 
 import torch
 
+from kvlint.facts import load_facts
 from kvlint.runtime.call import SMALL, Call, dtype_name, shape_of
 from kvlint.runtime.families.fa import contracts as fa  # noqa: F401  (fa_view, which sets call.view, registers first)
 from kvlint.runtime.registry import contract
-from kvlint.facts import load_facts
 
 FACTS = load_facts()
 PAGED_FA_OPS = FACTS.family("paged_readers")
@@ -20,6 +20,7 @@ BLOCK_SIZE = FA.block_size
 BLOCK_AXIS = dict(FA.paged_cache_block_axis)
 _Tensor = torch.Tensor
 _chain = chain.from_iterable
+SLIDING_MODE = FACTS.table("fa_contracts")["mla"]["sliding_mode"]
 _BLOCK_SIZE_OK: set = set()  # (block_size, prefill, mla, query dtype) found allowed
 
 
@@ -155,10 +156,12 @@ def fa_paged(call: Call) -> None:
         return
     q_seq = view.q_seq if view.q_seq is not None else 2
     mla = view.head_dim == FA.mla_latent_dim and view.query_rope is not None
+    if mla and view.sparse == SLIDING_MODE:
+        mla = None  # sliding attention: its block sizes are checked with its other rules (fa contracts)
     key = (bs, q_seq > 1, mla, view.q.dtype)
     if key not in _BLOCK_SIZE_OK:
         rule = {"prefill": q_seq > 1, "mla": mla, "dtype": dtype_name(view.q.dtype)}
-        if not BLOCK_SIZE.allowed(bs, **rule):
+        if mla is not None and not BLOCK_SIZE.allowed(bs, **rule):
             call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
             return
         _BLOCK_SIZE_OK.add(key)

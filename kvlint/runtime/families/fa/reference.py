@@ -114,42 +114,59 @@ def offsets(ends: Sequence[int], total: int) -> List[Tuple[int, int]]:
 
 
 # --------------------------------------------------------------------------- paged reads
-_SAME_WIDTH_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-
-
 def gather_blocks(cache: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """cache[ids] along dim 0. Floating caches are gathered through a same-width integer view:
-    index_select on bf16/fp16 CPU tensors is ~100x slower than on int16 (torch 2.13)."""
-    if cache.is_floating_point() and cache.is_contiguous():
-        as_int = _SAME_WIDTH_INT.get(cache.element_size())
-        if as_int is not None:
-            return cache.view(as_int).index_select(0, ids).view(cache.dtype)
-    return cache.index_select(0, ids)
+    """cache[ids] along dim 0, by advanced indexing: on CPU tensors `index_select` with large
+    rows is up to 10x slower and erratic (torch 2.13, bf16 and int16 alike)."""
+    return cache[ids]
+
+
+def _tokens(picked: torch.Tensor, form: int, kv_heads: int) -> torch.Tensor:
+    """Gathered blocks of one cache form -> (N_kv, blocks * bs, D)."""
+    if form == 3:
+        n, bs, h = picked.shape
+        return picked.reshape(n * bs, kv_heads, h // kv_heads).transpose(0, 1)
+    if form == 4:
+        n, heads, bs, d = picked.shape
+        return picked.permute(1, 0, 2, 3).reshape(heads, n * bs, d)
+    if form == 5:
+        n, heads, d1, bs, d0 = picked.shape
+        return picked.permute(1, 0, 3, 2, 4).reshape(heads, n * bs, d1 * d0)
+    raise NotImplementedError(f"a {form}-D paged cache")
+
+
+class PagedReader:
+    """Reads requests' tokens from one paged cache: 3-D (nb, bs, N_kv*D), 4-D (nb, N_kv, bs, D)
+    or 5-D NZ (nb, N_kv, D/x, bs, x). The blocks every request uses (its first
+    ceil(kv_len / block_size) table entries) are gathered in one go."""
+
+    def __init__(self, cache: torch.Tensor, table: torch.Tensor, kv_lens: Sequence[int], block_size: int,
+                 kv_heads: int):
+        self.form, self.kv_heads, self.kv_lens = cache.dim(), kv_heads, list(kv_lens)
+        counts = [-(-max(kv, 0) // block_size) for kv in self.kv_lens]
+        rows = [table[b, :n] for b, n in enumerate(counts)]
+        ids = torch.cat(rows).long() if rows else table.new_zeros(0).long()
+        self.picked = gather_blocks(cache, ids)
+        self.starts = [sum(counts[:b]) for b in range(len(counts))]
+        self.counts = counts
+        if self.form == 3:
+            self.dim = cache.shape[-1] // kv_heads
+        elif self.form == 4:
+            self.dim = cache.shape[-1]
+        else:
+            self.dim = cache.shape[2] * cache.shape[4]
+
+    def read(self, b: int) -> torch.Tensor:
+        """Request b's first kv_len tokens as (N_kv, kv_len, D)."""
+        kv_len = self.kv_lens[b]
+        if kv_len <= 0:
+            return self.picked.new_zeros((self.kv_heads, 0, self.dim))
+        blocks = self.picked.narrow(0, self.starts[b], self.counts[b])
+        return _tokens(blocks, self.form, self.kv_heads)[:, :kv_len]
 
 
 def paged_read(cache: torch.Tensor, row: torch.Tensor, kv_len: int, block_size: int, kv_heads: int) -> torch.Tensor:
-    """The first `kv_len` tokens of one request, gathered through its block-table row, as
-    (N_kv, kv_len, D). Cache forms: 3-D (nb, bs, N_kv*D), 4-D (nb, N_kv, bs, D), 5-D NZ
-    (nb, N_kv, D/x, bs, x)."""
-    if kv_len <= 0:
-        d = cache.shape[-1] // kv_heads if cache.dim() == 3 else (
-            cache.shape[-1] if cache.dim() == 4 else cache.shape[2] * cache.shape[4])
-        return cache.new_zeros((kv_heads, 0, d))
-    blocks = -(-kv_len // block_size)
-    ids = row[:blocks].long()
-    picked = gather_blocks(cache, ids)
-    if cache.dim() == 3:
-        n, bs, h = picked.shape
-        tokens = picked.reshape(n * bs, kv_heads, h // kv_heads).transpose(0, 1)
-    elif cache.dim() == 4:
-        n, heads, bs, d = picked.shape
-        tokens = picked.permute(1, 0, 2, 3).reshape(heads, n * bs, d)
-    elif cache.dim() == 5:
-        n, heads, d1, bs, d0 = picked.shape
-        tokens = picked.permute(1, 0, 3, 2, 4).reshape(heads, n * bs, d1 * d0)
-    else:
-        raise NotImplementedError(f"a {cache.dim()}-D paged cache")
-    return tokens[:, :kv_len]
+    """The first `kv_len` tokens of one request, through its block-table row: (N_kv, kv_len, D)."""
+    return PagedReader(cache, row.reshape(1, -1), [kv_len], block_size, kv_heads).read(0)
 
 
 # --------------------------------------------------------------------------- masks
@@ -253,13 +270,15 @@ def softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: 
         scores = torch.bmm(qc, kt).mul_(scale).reshape(n, stop - start, skv)
         if masked is not None:
             scores.masked_fill_(masked[:, start:stop], float("-inf"))
-        lse = torch.logsumexp(scores, dim=-1)
-        dead = torch.isneginf(lse)
-        probs = torch.exp(scores - torch.where(dead, torch.zeros_like(lse), lse).unsqueeze(-1))
-        out = torch.bmm(probs.reshape(kv_heads, group * (stop - start), skv), vf)
-        outs.append(out.reshape(n, stop - start, dv))
-        lses.append(torch.where(dead, torch.full_like(lse, float("inf")), lse))
-        maxes.append(scores.amax(dim=-1))
+        rowmax = scores.amax(dim=-1)
+        dead = torch.isneginf(rowmax)  # every key masked
+        shift = rowmax.masked_fill(dead, 0.0)
+        weights = scores.sub_(shift.unsqueeze(-1)).exp_()  # masked scores -> 0
+        total = weights.sum(dim=-1)
+        out = torch.bmm(weights.reshape(kv_heads, group * (stop - start), skv), vf).reshape(n, stop - start, dv)
+        outs.append(out.div_(total.clamp_min(torch.finfo(torch.float32).tiny).unsqueeze(-1)))
+        lses.append((shift + torch.log(total)).masked_fill_(dead, float("inf")))
+        maxes.append(rowmax)
     return torch.cat(outs, 1), torch.cat(lses, 1), torch.cat(maxes, 1)
 
 
@@ -338,6 +357,8 @@ def _requests(query, key, value, num_heads, kv_heads, base, q_lens, kv_lens, blo
         batch = len(spans)
         if paged:
             kv = [max(int(v), 0) for v in int_list(kv_lens)][:batch]
+            kv = kv + [0] * (batch - len(kv))
+            readers = _readers(key, value, key_rope, block_table, kv, block_size, kv_heads)
             kv_spans = None
         else:
             k_all = key if base == "TND" else key.transpose(0, 1)
@@ -349,7 +370,7 @@ def _requests(query, key, value, num_heads, kv_heads, base, q_lens, kv_lens, blo
             q = q_all[s:e].transpose(0, 1)
             rq = None if r_all is None else r_all[s:e].transpose(0, 1)
             if paged:
-                k, v, rk = _paged(key, value, key_rope, block_table[b], kv[b], block_size, kv_heads)
+                k, v, rk = (None if r is None else r.read(b) for r in readers)
             else:
                 ks, ke = kv_spans[b] if b < len(kv_spans) else (0, 0)
                 k, v = k_all[ks:ke].transpose(0, 1), v_all[ks:ke].transpose(0, 1)
@@ -363,8 +384,9 @@ def _requests(query, key, value, num_heads, kv_heads, base, q_lens, kv_lens, blo
     requests = []
     if paged:
         kv = per_request(kv_lens, batch, int(block_table.shape[1]) * int(block_size))
+        readers = _readers(key, value, key_rope, block_table, kv, block_size, kv_heads)
         for b in range(batch):
-            k, v, rk = _paged(key, value, key_rope, block_table[b], kv[b], block_size, kv_heads)
+            k, v, rk = (None if r is None else r.read(b) for r in readers)
             requests.append(Request(q4[b, :, :lens[b]], k, v, None if r4 is None else r4[b, :, :lens[b]], rk))
         return requests, None
     k4, v4 = to_bnsd(key, base, kv_heads), to_bnsd(value, base, kv_heads)
@@ -377,11 +399,9 @@ def _requests(query, key, value, num_heads, kv_heads, base, q_lens, kv_lens, blo
     return requests, None
 
 
-def _paged(key, value, key_rope, row, kv_len, block_size, kv_heads):
-    k = paged_read(key, row, kv_len, block_size, kv_heads)
-    v = paged_read(value, row, kv_len, block_size, kv_heads)
-    rk = None if key_rope is None else paged_read(key_rope, row, kv_len, block_size, kv_heads)
-    return k, v, rk
+def _readers(key, value, key_rope, table, kv_lens, block_size, kv_heads):
+    return tuple(None if cache is None else PagedReader(cache, table, kv_lens, block_size, kv_heads)
+                 for cache in (key, value, key_rope))
 
 
 # --------------------------------------------------------------------------- the operators

@@ -13,10 +13,10 @@ import threading
 
 import torch
 
+from kvlint.facts import load_facts
 from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
-from kvlint.facts import load_facts
 
 _state: dict = {}
 _lock = threading.Lock()
