@@ -146,7 +146,8 @@ def combinations(tracer, at: ast.AST, exprs: Dict[str, Optional[ast.expr]]
     total = 1
     for role in roles:
         e = exprs[role]
-        options = [(None, frozenset())] if e is None else tagged(tracer, e, at, base)
+        options: Sequence[Tuple[Optional[ast.expr], FrozenSet[Arm]]] = \
+            [(None, frozenset())] if e is None else tagged(tracer, e, at, base)
         total *= max(1, len(options))
         if total > MAX_COMBINATIONS:
             return None

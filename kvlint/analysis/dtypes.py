@@ -140,7 +140,9 @@ class DtypeInference:
             if isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)) and left == right:
                 return left
             return None
-        if isinstance(node, (ast.Subscript, Each)):  # an element or slice keeps the dtype
+        if isinstance(node, ast.Subscript):  # an element or slice keeps the dtype
+            return self._follow(node.value, depth)
+        if isinstance(node, Each):
             return self._follow(node.value, depth)
         if isinstance(node, ast.Call):
             return self._call(node, depth)

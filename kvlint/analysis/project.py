@@ -25,7 +25,7 @@ import re
 import sys
 import warnings
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 from kvlint.analysis.module import ModuleIndex
 from kvlint.source import ReadFailure, decode
@@ -81,10 +81,10 @@ class Project:
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
         self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
         # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
-        self._bytes_info: Dict[str, tuple] = {}
+        self._bytes_info: Dict[str, Dict[str, Any]] = {}
         self._resolvers: Dict[int, object] = {}
-        self.catalog = None  # set by the Checker: resolvers of other modules need it
-        self._current: List[object] = []  # tracers of the file being checked (never evicted)
+        self.catalog: Any = None  # a Catalog, set by the Checker: resolvers of other modules need it
+        self._current: List[Any] = []  # tracers of the file being checked (never evicted)
         self._fresh: set = set()
         self.touched: Dict[str, str] = {}
 
@@ -168,9 +168,10 @@ class Project:
                 names = info["names"] = _bound_names(info["data"])
             found = words in names
         else:
-            found = info.get(words.pattern)
-            if found is None:
-                found = info[words.pattern] = words.search(info["data"]) is not None
+            cached = info.get(words.pattern)
+            if cached is None:
+                cached = info[words.pattern] = words.search(info["data"]) is not None
+            found = bool(cached)
         if not found:
             self.touched[path] = info["digest"]  # a later edit may add what was looked for
         return found

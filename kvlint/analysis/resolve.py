@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple, cast
 
 from kvlint.analysis.module import ModuleIndex, dotted_name
 from kvlint.analysis.values import ValueTracer
@@ -134,7 +134,7 @@ class OperatorResolver:
                     add(t.value)
 
             for node in self.index.assigns:
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                for t in (node.targets if isinstance(node, ast.Assign) else [cast(ast.AnnAssign, node).target]):
                     add(t)
             for cls in self.index.classes:  # class-body attributes read as self.X
                 for stmt in cls.body:
@@ -183,7 +183,7 @@ class OperatorResolver:
                 return tracer.project.resolver_of(other)._qualify(expr, at, depth)
             return []
         if isinstance(expr, ast.Name):
-            out = []
+            out: List[Tuple[str, Tuple[ast.Call, ...]]] = []
             if expr.id not in self._assigned_names()[0]:
                 # bound by no `=` here: an import, or a name no rule can know
                 if expr.id in self.index.imports:

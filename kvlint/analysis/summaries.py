@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.analysis.resolve import OperatorCall, OperatorResolver
@@ -87,7 +87,7 @@ def _reassigned(tracer: ValueTracer, func: ast.AST) -> frozenset:
     return frozenset(tracer.assignments(func))
 
 
-def summarize(func: ast.AST, op: OperatorCall, tracer: ValueTracer, is_method: bool) -> ForwardingSummary:
+def summarize(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], op: OperatorCall, tracer: ValueTracer, is_method: bool) -> ForwardingSummary:
     a = func.args
     positional = [p.arg for p in a.posonlyargs + a.args]
     if is_method and positional:
@@ -175,7 +175,7 @@ class AdapterResolver:
             return self._summaries[key]
         self._summaries[key] = None  # recursion ends here
         calls = self.direct_calls().get(id(func), [])
-        if len(calls) != 1:
+        if len(calls) != 1 or not isinstance(func, FunctionNode):
             return None  # one operator call per branch: which one a site reaches is unknown
         s = summarize(func, calls[0], self.tracer, is_method)
         # Heuristic PURE_FORWARDER: only an adapter whose operator arguments are all its own
@@ -212,7 +212,7 @@ class AdapterResolver:
             return None
         if not isinstance(f, ast.Attribute):
             return None
-        owner = None
+        owner: Optional[Tuple[ValueTracer, ast.AST]] = None
         if isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"):
             cls = self.index.enclosing_class(call)
             owner = (tracer, cls) if cls is not None else None
@@ -240,7 +240,7 @@ class AdapterResolver:
         method = _method(owner[1], f.attr, owner[0])
         if method is None:
             return None
-        static = any(dotted_name(d) == "staticmethod" for d in method.decorator_list)
+        static = any(dotted_name(d) == "staticmethod" for d in getattr(method, "decorator_list", ()))
         return self._for(owner[0]), method, not static
 
     def _for(self, tracer: ValueTracer) -> "AdapterResolver":

@@ -65,6 +65,7 @@ class Each(ast.expr):
     """Synthetic: any one element of the iterable `value` (a `for` target's value)."""
 
     _fields = ("value",)
+    value: ast.expr
 
 
 class Unknown(ast.expr):

@@ -61,10 +61,12 @@ class FileContext:
             # TEST_DOUBLES: tests patch adapters (`@patch("...DeviceOperator.X")`), so their
             # calls there are not taken for the operator
             adapters = not is_test_path(self.source.path)
-            calls = []
+            calls: List[OperatorCall] = []
             for call in self.index.calls:
                 if id(call) in direct:
-                    calls.append(self.resolver.resolve(call))
+                    resolved = self.resolver.resolve(call)
+                    if resolved is not None:
+                        calls.append(resolved)
                 elif adapters and self.adapters.candidate(call, names):
                     oc = self.adapters.resolve(call)
                     if oc is not None:
