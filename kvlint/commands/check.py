@@ -29,7 +29,7 @@ MODULES = {"concise": "concise", "json": "json_format", "json-lines": "json_line
 
 
 def add_options(check: argparse.ArgumentParser) -> None:
-    """The issue-4 options of `kvlint check` (the others live in kvlint/cli.py)."""
+    """The configuration, output and fix options of `kvlint check` (the others live in kvlint/cli.py)."""
     check.add_argument("--config", metavar="FILE", help="use this pyproject.toml (or kvlint TOML) for every path")
     check.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     check.add_argument("--show-settings", action="store_true",
