@@ -273,7 +273,7 @@ class ValueTracer:
                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         return self._defs
 
-    def is_parameter(self, name: str, func: ast.AST) -> bool:
+    def is_parameter(self, name: str, func: Optional[ast.AST]) -> bool:
         if not isinstance(func, FunctionNode):
             return False
         a = func.args

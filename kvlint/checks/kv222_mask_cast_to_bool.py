@@ -3,42 +3,33 @@
 import ast
 from typing import Optional, Tuple
 
-from kvlint.analysis.dtypes import dtype_of_expr, receiver_is_module
+from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.masks import DEVICE_SHAPE_KEEPING, mask_constructions
+from kvlint.helpers.masks import (
+    DEVICE_SHAPE_KEEPING,
+    cast_at_top,
+    foreign_mask,
+    mask_constructions,
+    polarity_checked,
+)
 
 FACTS = load_facts()
 
-KEEPING = DEVICE_SHAPE_KEEPING
-CHECK_CALLS = {"is_floating_point", "dtype"}
 
 
 def bool_cast(expr: ast.expr) -> Optional[ast.Call]:
     """The `.bool()` / `.to(torch.bool)` / `.type(torch.bool)` at the top of `expr`, looking
     through device/shape-keeping calls."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        f = expr.func
-        if f.attr == "bool" and not expr.args:
-            return expr
-        if f.attr in ("to", "type"):
-            target = next((k.value for k in expr.keywords if k.arg == "dtype"), expr.args[0] if expr.args else None)
-            if dtype_of_expr(target) == "bool":
-                return expr
-            if dtype_of_expr(target) is not None:
-                return None
-        if f.attr not in KEEPING:
-            return None
-        expr = f.value
-    return None
+    return cast_at_top(expr, ("bool",), ("bool",))
 
 
 def negation(expr: ast.expr) -> Optional[Tuple[ast.expr, ast.expr]]:
     """(the negating node, what it negates) for `torch.logical_not(x)`, `x.logical_not()` and
     `~x.bool()` / `~x.to(torch.bool)`, looking through device/shape-keeping calls on top."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in KEEPING \
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in DEVICE_SHAPE_KEEPING \
             and not receiver_is_module(expr.func.value):
         expr = expr.func.value
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "logical_not":
@@ -63,7 +54,7 @@ class MaskCastToBool(Rule):
             negated = negation(site)
             if negated is not None:
                 node, source = negated
-                if self._foreign(source, node, ctx) and not self._checked(source, node, ctx):
+                if foreign_mask(source, node, ctx) and not polarity_checked(source, node, ctx):
                     name = dotted_name(source) or ctx.text(source)
                     yield ctx.finding(
                         self.code, node,
@@ -77,7 +68,7 @@ class MaskCastToBool(Rule):
             if cast is None:
                 continue
             source = cast.func.value
-            if not self._foreign(source, cast, ctx) or self._checked(source, cast, ctx):
+            if not foreign_mask(source, cast, ctx) or polarity_checked(source, cast, ctx):
                 continue
             name = dotted_name(source) or ctx.text(source)
             yield ctx.finding(self.code, cast,
@@ -87,42 +78,3 @@ class MaskCastToBool(Rule):
                               f"mask (Hugging Face `attention_mask`) comes out inverted, silently; "
                               f"check the dtype and say the polarity: `{name} < 0` (additive), "
                               f"`{name} == 0` (keep mask)")
-
-    @staticmethod
-    def _foreign(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
-        """FOREIGN_MASK: every value `source` may hold comes from outside the file's own
-        constructions (a parameter, another object's attribute), so its polarity is unknown."""
-        cands = ctx.values.candidates(source, at, follow_calls=True)
-        for c in cands:
-            base = c
-            while isinstance(base, ast.Subscript):
-                base = base.value
-            if isinstance(base, ast.Name):
-                func = ctx.index.enclosing_function(at)
-                if not ctx.values.is_parameter(base.id, func):
-                    return False
-            elif isinstance(base, ast.Attribute):
-                if isinstance(base.value, ast.Name) and base.value.id == "self":
-                    return False  # built by the class: its polarity is visible to the reader
-            else:
-                return False
-        return bool(cands)
-
-    @staticmethod
-    def _checked(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
-        """DTYPE_OR_POLARITY_CHECK: the function reads `x.dtype`, calls `x.is_floating_point()`
-        / `torch.is_floating_point(x)`, or compares `x` (`x == 0`, `x < 0`)."""
-        func = ctx.index.enclosing_function(at)
-        want = dotted_name(source)
-        if func is None or want is None:
-            return False
-        for n in ast.walk(func):
-            if isinstance(n, ast.Attribute) and n.attr in CHECK_CALLS and dotted_name(n.value) == want:
-                return True
-            if isinstance(n, ast.Call) and dotted_name(n.func) in ("torch.is_floating_point",) and \
-                    n.args and dotted_name(n.args[0]) == want:
-                return True
-            if isinstance(n, ast.Compare) and any(dotted_name(x) == want for x in [n.left, *n.comparators]) \
-                    and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops):
-                return True
-        return False

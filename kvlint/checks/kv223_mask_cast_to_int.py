@@ -4,13 +4,11 @@ import ast
 import re
 from typing import Optional
 
-from kvlint.analysis.dtypes import dtype_of_expr
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
-from kvlint.checks.kv222_mask_cast_to_bool import KEEPING, MaskCastToBool
 from kvlint.facts import load_facts
-from kvlint.helpers.roles import role_values
+from kvlint.helpers.masks import cast_at_top, foreign_mask, mask_constructions, polarity_checked
 
 MASK_READERS = load_facts().family("mask_readers")
 
@@ -23,21 +21,7 @@ INT_CAST_PATTERN = re.compile(rb"int8|\.\s*(?:byte|char)\s*\(")
 def int_cast(expr: ast.expr) -> Optional[ast.Call]:
     """The `.to(torch.int8)` / `.type(torch.uint8)` / `.byte()` / `.char()` at the top of
     `expr`, looking through device/shape-keeping calls."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
-        f = expr.func
-        if f.attr in INT_METHODS and not expr.args:
-            return expr
-        if f.attr in ("to", "type"):
-            target = next((k.value for k in expr.keywords if k.arg == "dtype"), expr.args[0] if expr.args else None)
-            dtype = dtype_of_expr(target)
-            if dtype in INT_DTYPES:
-                return expr
-            if dtype is not None:
-                return None
-        if f.attr not in KEEPING:
-            return None
-        expr = f.value
-    return None
+    return cast_at_top(expr, INT_DTYPES, INT_METHODS)
 
 
 @register
@@ -51,21 +35,20 @@ class MaskCastToInt(Rule):
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":
             return
-        for value in role_values(oc, ctx, "mask"):
-            for site in ctx.dtypes.construction_sites(value, oc.call):
-                cast = int_cast(site)
-                if cast is None:
-                    continue
-                source = cast.func.value
-                if not MaskCastToBool._foreign(source, cast, ctx) or MaskCastToBool._checked(source, cast, ctx):
-                    continue
-                name = dotted_name(source) or ctx.text(source)
-                how = ctx.text(cast)[len(ctx.text(source)):]
-                yield ctx.finding(
-                    self.code, cast,
-                    f"`{name}` is cast with `{how}` for {oc.name}'s mask (line {oc.call.lineno}) "
-                    f"without a look at its dtype: a Hugging Face additive mask holds the float "
-                    f"dtype's minimum where masked, and what that becomes as an integer depends "
-                    f"on the dtype (it can be 0 = kept), while a 1/0 keep mask comes out "
-                    f"inverted; say the convention: `({name} < 0)` for an additive mask, "
-                    f"`({name} == 0)` for a keep mask")
+        for site in mask_constructions(oc, ctx):
+            cast = int_cast(site)
+            if cast is None:
+                continue
+            source = cast.func.value
+            if not foreign_mask(source, cast, ctx) or polarity_checked(source, cast, ctx):
+                continue
+            name = dotted_name(source) or ctx.text(source)
+            how = ctx.text(cast)[len(ctx.text(source)):]
+            yield ctx.finding(
+                self.code, cast,
+                f"`{name}` is cast with `{how}` for {oc.name}'s mask (line {oc.call.lineno}) "
+                f"without a look at its dtype: a Hugging Face additive mask holds the float "
+                f"dtype's minimum where masked, and what that becomes as an integer depends "
+                f"on the dtype (it can be 0 = kept), while a 1/0 keep mask comes out "
+                f"inverted; say the convention: `({name} < 0)` for an additive mask, "
+                f"`({name} == 0)` for a keep mask")

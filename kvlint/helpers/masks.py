@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Callable, Collection, Iterator, Optional, Tuple
 
-from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, receiver_is_module
+from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, dtype_of_expr, receiver_is_module
+from kvlint.analysis.module import dotted_name
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
 from kvlint.helpers.roles import role_values
@@ -83,3 +84,67 @@ def innermost_factory(expr: ast.expr, ctx: FileContext) -> Optional[ast.Call]:
     """`torch.ones(...)` inside `~torch.tril(torch.ones(...)).to(torch.bool).npu()` and the like."""
     found = follow_kept(expr, ctx, _factory_step)
     return found if isinstance(found, ast.Call) else None
+
+
+def cast_at_top(expr: ast.expr, dtypes: Collection[str], methods: Collection[str]) -> Optional[ast.Call]:
+    """The cast to one of `dtypes` at the top of `expr` (`.to(torch.X)`, `.type(torch.X)`, or a
+    no-argument method of `methods` such as `.bool()`), looking through DEVICE_SHAPE_KEEPING
+    calls; None when the top is something else or a cast to another dtype."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        f = expr.func
+        if f.attr in methods and not expr.args:
+            return expr
+        if f.attr in ("to", "type"):
+            target = next((k.value for k in expr.keywords if k.arg == "dtype"), expr.args[0] if expr.args else None)
+            dtype = dtype_of_expr(target)
+            if dtype in dtypes:
+                return expr
+            if dtype is not None:
+                return None
+        if f.attr not in DEVICE_SHAPE_KEEPING:
+            return None
+        expr = f.value
+    return None
+
+
+def foreign_mask(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """FOREIGN_MASK: every value `source` may hold comes from outside the file's own
+    constructions (a parameter, another object's attribute), so its polarity is unknown."""
+    cands = ctx.values.candidates(source, at, follow_calls=True)
+    for c in cands:
+        base = c
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        if isinstance(base, ast.Name):
+            func = ctx.index.enclosing_function(at)
+            if not ctx.values.is_parameter(base.id, func):
+                return False
+        elif isinstance(base, ast.Attribute):
+            if isinstance(base.value, ast.Name) and base.value.id == "self":
+                return False  # built by the class: its polarity is visible to the reader
+        else:
+            return False
+    return bool(cands)
+
+
+# Reads of a mask that show the code knows its dtype (DTYPE_OR_POLARITY_CHECK).
+CHECK_CALLS = {"is_floating_point", "dtype"}
+
+
+def polarity_checked(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """DTYPE_OR_POLARITY_CHECK: the function reads `x.dtype`, calls `x.is_floating_point()`
+    / `torch.is_floating_point(x)`, or compares `x` (`x == 0`, `x < 0`)."""
+    func = ctx.index.enclosing_function(at)
+    want = dotted_name(source)
+    if func is None or want is None:
+        return False
+    for n in ast.walk(func):
+        if isinstance(n, ast.Attribute) and n.attr in CHECK_CALLS and dotted_name(n.value) == want:
+            return True
+        if isinstance(n, ast.Call) and dotted_name(n.func) in ("torch.is_floating_point",) and \
+                n.args and dotted_name(n.args[0]) == want:
+            return True
+        if isinstance(n, ast.Compare) and any(dotted_name(x) == want for x in [n.left, *n.comparators]) \
+                and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops):
+            return True
+    return False
