@@ -7,15 +7,11 @@ from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
+from kvlint.helpers.masks import INPLACE
 
 FACTS = load_facts()
 MASK_READERS = FACTS.family("mask_readers")
 
-INPLACE = frozenset({
-    "masked_fill_", "fill_", "mul_", "add_", "sub_", "div_", "copy_", "zero_", "tril_", "triu_",
-    "logical_not_", "logical_and_", "logical_or_", "bitwise_not_", "index_fill_", "masked_scatter_",
-    "clamp_", "fill_diagonal_",
-})
 BUILD_FUNCTIONS = ("__init__", "__post_init__")
 # OVERWRITES: in-place writes that replace the content instead of modifying it (a refill).
 OVERWRITES = frozenset({"copy_", "fill_", "zero_"})

@@ -8,7 +8,7 @@ from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
-from kvlint.checks.kv221_cached_mask_mutated import INPLACE
+from kvlint.helpers.masks import INPLACE
 
 MASK_WORD = "mask"
 # What a finding needs in the bytes: a name ending in "mask" changed in place (the rule reports

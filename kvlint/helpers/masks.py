@@ -10,6 +10,13 @@ from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
 from kvlint.helpers.roles import role_values
 
+# Tensor methods that change a mask in place (KV221, KV224).
+INPLACE = frozenset({
+    "masked_fill_", "fill_", "mul_", "add_", "sub_", "div_", "copy_", "zero_", "tril_", "triu_",
+    "logical_not_", "logical_and_", "logical_or_", "bitwise_not_", "index_fill_", "masked_scatter_",
+    "clamp_", "fill_diagonal_",
+})
+
 SHAPED_FACTORIES = {"ones", "zeros", "empty", "full", "rand", "randn"}
 
 
