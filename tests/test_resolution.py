@@ -258,6 +258,21 @@ def test_phase_from_branch_conditions(condition, phase):
     assert ctx.context.phase(oc.call) == phase
 
 
+@pytest.mark.parametrize("condition, in_body, single", [
+    ("max_query_len == 1", True, True), ("q_len <= 1", True, True), ("q_len < 2", True, True),
+    ("1 == q_len", True, True), ("q_len > 1", False, True), ("q_len >= 2", False, True),
+    ("q_len != 1", False, True), ("not q_len > 1", True, True),
+    ("q_len == 1 and use_graph", True, True), ("q_len > 1 or chunked", False, True),
+    ("q_len == 1 or chunked", True, False), ("q_len == 1", False, False), ("q_len == 4", False, False),
+    ("q_len > 1", True, False), ("is_decode", True, False), ("num_decodes > 0", True, False),
+    ("attn_state == AscendAttentionState.DecodeOnly", True, False),
+])
+def test_single_query_arm_only_from_query_lengths(condition, in_body, single):
+    ctx = context("x = 1")
+    test = ast.parse(condition, mode="eval").body
+    assert ctx.context.single_query_arm(test, in_body) is single
+
+
 def test_phase_from_else_branch_and_function_name():
     code = """
     import torch_npu
