@@ -305,3 +305,19 @@ def test_fusion_attention_roles_by_keyword_and_by_position():
     assert token_window_values(first, ctx, "pre_tokens")[1] == [7]
     assert token_window_values(first, ctx, "next_tokens") is None
     assert sparse_view(second, ctx).no_mask and role_values(second, ctx, "mask") == []
+
+
+def test_cached_mask_rule_reads_the_positional_fusion_mask_through_the_prefilter():
+    """npu_fusion_attention's mask at position 7: no `atten_mask` in the file at all."""
+    from kvlint.engine import Checker
+    from kvlint.testing import only
+
+    text = textwrap.dedent("""
+        import torch_npu
+        class DiTSelfAttention:
+            def forward(self, q, k, v, n, pad):
+                self.band_mask.masked_fill_(pad, True)
+                return torch_npu.npu_fusion_attention(q, k, v, n, "BNSD", None, None, self.band_mask, 0.125)[0]
+    """)
+    result = Checker(only("KV221")).check_bytes("dit.py", text.encode())
+    assert [(f.code, f.line) for f in result.findings] == [("KV221", 5)]
