@@ -7,8 +7,15 @@ from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.sparse import (applies_window, bidirectional_branch, branch_views, ignores_window,
-                                   mode_follows_window, sparse_view, token_window_values)
+from kvlint.helpers.sparse import (
+    applies_window,
+    bidirectional_branch,
+    branch_views,
+    ignores_window,
+    mode_follows_window,
+    sparse_view,
+    token_window_values,
+)
 from kvlint.helpers.windows import carries_window
 
 FACTS = load_facts()
@@ -34,7 +41,7 @@ class BandDroppedOnBranch(Rule):
         for dropped in views:
             # SINGLE_QUERY_BRANCH: under `max_query_len == 1` (and the like) the operator
             # ignores pre/next_tokens anyway (Q_S = 1): the shortcut is exact there
-            if not ignores_window(dropped) or dropped.single_query:
+            if not ignores_window(dropped) or dropped.single_query or dropped.pre_value is None:
                 continue
             if not carries_window(dropped.pre_value, oc.call, ctx):
                 continue  # a bounded length, not a sliding window (KV203's when it matters)
