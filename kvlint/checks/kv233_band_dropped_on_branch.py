@@ -9,7 +9,7 @@ from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
 from kvlint.helpers.sparse import (
     applies_window,
-    bidirectional_branch,
+    bidirectional_branches,
     branch_views,
     ignores_window,
     mode_follows_window,
@@ -38,9 +38,12 @@ class BandDroppedOnBranch(Rule):
         if not view.complete and not view.mask_passed:
             return  # an unresolved **kwargs may carry the mask
         views = branch_views(oc, ctx)
-        if not views or bidirectional_branch(oc, ctx, view, views) is not None:
-            return  # off the decode path KV203 reports the same branch
+        if not views:
+            return
+        kv203 = bidirectional_branches(oc, ctx, view, views)  # off the decode path: KV203's
         for dropped in views:
+            if any(dropped is b for b in kv203):
+                continue
             # SINGLE_QUERY_BRANCH: under `max_query_len == 1` (and the like) the operator
             # ignores pre/next_tokens anyway (Q_S = 1): the shortcut is exact there
             if not ignores_window(dropped) or dropped.single_query or dropped.pre_value is None:

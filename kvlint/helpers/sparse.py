@@ -186,26 +186,23 @@ def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
                for key, (test, side) in dropped.arms.items())
 
 
-def bidirectional_branch(oc: OperatorCall, ctx: FileContext, view: SparseView,
-                         views: Optional[List[BranchView]]) -> Optional[BranchView]:
-    """The branch KV203 reports: off the decode path, sparse_mode 0 without a mask drops a
-    band's window, the very `pre_tokens` leaf a sparse_mode 4 branch passes (`if c: mask,
-    mode = None, 0 else: mask, mode = m, 4`). Only for calls whose sparse_mode is 0 on some
-    branches and another literal on others. (`next_tokens=0` there is only the band's other
-    edge: a non-causal branch ignoring it loses nothing it asked for.)"""
+def bidirectional_branches(oc: OperatorCall, ctx: FileContext, view: SparseView,
+                           views: Optional[List[BranchView]]) -> List[BranchView]:
+    """The branches KV203 reports (the first of them): off the decode path, sparse_mode 0
+    without a mask drops a band's window, the very `pre_tokens` leaf a sparse_mode 4 branch
+    passes (`if c: mask, mode = None, 0 else: mask, mode = m, 4`). Only for calls whose
+    sparse_mode is 0 on some branches and another literal on others. (`next_tokens=0` there
+    is only the band's other edge: a non-causal branch ignoring it loses nothing it asked
+    for.)"""
     if not (view.modes_known and FACTS.fa.sparse.default_mask in view.modes
             and view.modes != {FACTS.fa.sparse.default_mask}):
-        return None
+        return []
     if not view.complete and not view.mask_passed:
-        return None
+        return []
     from kvlint.analysis.context import DECODE
 
     if views is None or ctx.context.phase(oc.call) == DECODE:
-        return None
+        return []
     bands = [b for b in views if b.mode in FACTS.fa.sparse.band and b.pre_value is not None]
-    for b in views:
-        if b.phase != DECODE and ignores_window(b) and \
-                any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands):
-            return b
-    return None
-
+    return [b for b in views if b.phase != DECODE and ignores_window(b) and
+            any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands)]
