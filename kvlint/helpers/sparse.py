@@ -170,10 +170,11 @@ def _outermost(names) -> Set[str]:
 def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
                         applied: BranchView) -> bool:
     """MODE_FOLLOWS_WINDOW: the branch dropping the window and the branch applying it are the
-    two sides of a condition that reads the window itself (`sparse_mode=4 if
-    layer.sliding_window_size != -1 else 0`, also through a local flag or a predicate
-    method): sparse_mode 0 is taken where the layer has no window, so nothing is dropped."""
-    from kvlint.helpers.windows import guard_mentions, mentioned, window_leaves
+    two sides of a condition that reads the window itself or a window flag (`sparse_mode=4
+    if layer.sliding_window_size != -1 else 0`, `if self.use_sliding_window:`, also through a
+    local flag or a predicate method; WINDOW_NAME for the flag): sparse_mode 0 is taken
+    where the layer has no window, so nothing is dropped."""
+    from kvlint.helpers.windows import WINDOW_WORD, guard_mentions, mentioned, window_leaves
 
     if dropped.pre_value is None:
         return False
@@ -181,8 +182,12 @@ def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
     for leaf in window_leaves(dropped.pre_value, oc.call, ctx):
         names.update(mentioned(leaf.expr))
     names = _outermost(names)
-    return any(key in applied.arms and applied.arms[key][1] != side
-               and names & _outermost(guard_mentions(test, ctx))
+
+    def about_window(test: ast.expr) -> bool:
+        read = _outermost(guard_mentions(test, ctx))
+        return bool(names & read) or any(WINDOW_WORD in n.rsplit(".", 1)[-1].lower() for n in read)
+
+    return any(key in applied.arms and applied.arms[key][1] != side and about_window(test)
                for key, (test, side) in dropped.arms.items())
 
 
