@@ -1,4 +1,10 @@
-"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be."""
+"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be,
+on the whole and branch by branch.
+
+Named heuristic (documented in rules/codes/KV203.toml and KV233.toml):
+- MODE_FOLLOWS_WINDOW: a branch without the band is the no-window side of a condition that
+  reads the window or a window flag (`mode_follows_window`).
+"""
 from __future__ import annotations
 
 import ast
