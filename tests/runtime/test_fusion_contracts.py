@@ -98,6 +98,10 @@ ACCEPTED = {
     "_v2 TND (sum S1, sum S2) mask (ATTEN_1_1_1_T_T)": tnd(op="npu_fusion_attention_v2", atten_mask=m(8, 8, dtype=B8)),
     "sparse_mode 6 with the (3072, 2048) mask and a prefix per request": bnsd(
         sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8), prefix=[8, 4]),
+    "sparse_mode 5 with a prefix list and a (B, 1, S1, S2) mask": bnsd(
+        sparse_mode=5, atten_mask=m(2, 1, 8, 8, dtype=B8), prefix=[8, 4]),
+    "sparse_mode 5 with an out-of-range prefix falls back to the full mask": bnsd(
+        sparse_mode=5, atten_mask=m(8, 8, dtype=B8), prefix=[8, 99]),
     "_v3 TND with host length tensors": tnd(
         op="npu_fusion_attention_v3", actual_seq_qlen=torch.tensor([3, 8]), actual_seq_kvlen=torch.tensor([3, 8])),
 }
@@ -147,7 +151,10 @@ REJECTED = {
         tnd(op="npu_fusion_attention_v2", atten_mask=m(6, 6, dtype=B8)), "KV211", "(5, 5)"),
     # GetPrefixNList l.1316-1363, VarLenGetPrefixNList l.4038-4095
     "sparse_mode 6 without a prefix": (
-        bnsd(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8)), "KV117", "needs a prefix list"),
+        bnsd(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8)), "KV117", "no prefix list"),
+    # SparseModeProcess l.782-787
+    "sparse_mode 5 with a prefix list and a 2-D mask (B 2)": (
+        bnsd(sparse_mode=5, atten_mask=m(8, 8, dtype=B8), prefix=[8, 4]), "KV211", "sparse_mode=5 with a prefix"),
     "sparse_mode 6 with one prefix for two requests": (
         bnsd(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8), prefix=[8]), "KV117", "1 prefix entries"),
     "sparse_mode 6 with a prefix past S2": (

@@ -232,6 +232,12 @@ def _mask_shape(call: Call, dims: Dims, m, sparse: int) -> bool:
         return True  # lengths not readable: sizes unknown
     ms = tuple(int(s) for s in m.shape)
     b, n1, s1, s2 = dims.b, dims.n1, dims.s1, dims.s2
+    if (sparse == SPARSE["prefix_mode"] and not dims.tnd and b != 1 and ms not in ((b, 1, s1, s2), (b, n1, s1, s2))
+            and call.get("prefix") is not None and _prefix_problem(call, dims) is None):
+        call.fail("KV211", "atten_mask", f"({b}, 1, {s1}, {s2}) or ({b}, {n1}, {s1}, {s2}) for sparse_mode=5 with a "
+                  "prefix list (one mask per request)", shape_of(m),
+                  REJECTS + " (SparseModeProcess: 'Prefix mode get invalid atten_mask shape')")
+        return False
     if m.dim() == 4:
         if ms in ((1, 1, s1, s2), (b, 1, s1, s2), (b, n1, s1, s2)):
             return True
@@ -252,28 +258,21 @@ def _mask_shape(call: Call, dims: Dims, m, sparse: int) -> bool:
     return False
 
 
-def _prefix(call: Call, dims: Dims, sparse: int) -> Optional[str]:
-    """sparse_mode 6 (prefix compress): one prefix per request, each in range. GEN GetPrefixNList
-    l.1316-1363 (failing it is an error in mode 6: SparseModeProcess l.776-780), TND
+def _prefix_problem(call: Call, dims: Dims) -> Optional[str]:
+    """What is wrong with the prefix list (one N per request, each in [max(S2 - S1, 0), S2]),
+    or None (also when it cannot be read). GEN GetPrefixNList l.1316-1363, TND
     VarLenGetPrefixNList l.4038-4095."""
-    if sparse != SPARSE["prefix_compress_mode"]:
-        return None
     prefix = call.get("prefix")
     if prefix is None:
-        return "sparse_mode 6 needs a prefix list (one N per request)"
+        return "no prefix list (one N per request)"
     values = call.int_list(prefix)
-    if values is None or dims.b is None:
+    if values is None or dims.b is None or (dims.tnd and dims.q_lens is None):
         return None
     if len(values) != dims.b:
         return f"{len(values)} prefix entries for {dims.b} requests"
-    if dims.tnd:
-        if dims.q_lens is None:
-            return None
-        pairs = list(zip(dims.q_lens, dims.kv_lens))
-    else:
-        pairs = [(dims.s1, dims.s2)] * dims.b
+    pairs = list(zip(dims.q_lens, dims.kv_lens)) if dims.tnd else [(dims.s1, dims.s2)] * dims.b
     for i, (p, (a, b)) in enumerate(zip(values, pairs)):
-        low = 0 if dims.tnd and a > b else max(b - a, 0)
+        low = max(b - a, 0)
         if not low <= p <= b:
             return f"prefix[{i}] = {p} outside [{low}, {b}] (S1={a}, S2={b})"
     return None
@@ -296,7 +295,9 @@ def _window(call: Call, dims: Dims, sparse: int) -> Optional[str]:
     counts from the bottom-right corner). TND: varlen GetSparseInfo l.4116-4145,
     CheckPretokenAndNexttoken l.3900-3993, SparseNoMaskModeCheck l.3995-4036."""
     roles = ROLES[call.name]
-    pre, nxt = int(call.get(roles.keyword("pre_tokens"))), int(call.get(roles.keyword("next_tokens")))
+    pre, nxt = call.get(roles.keyword("pre_tokens")), call.get(roles.keyword("next_tokens"))
+    if not isinstance(pre, int) or not isinstance(nxt, int):
+        return None  # not an int: the dispatcher rejects it
     if not dims.tnd:
         s1, s2 = dims.s1, dims.s2
         if sparse == 0:
@@ -359,7 +360,9 @@ def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
     """(argument, expected, given, why) for a pse the operator rejects, or None. GEN AnalyzeAttrs
     l.1061-1065, AnalyzeOptionalInput l.1414-1488; API InputDtypeCheck l.403-424."""
     pse = call.get("pse")
-    ptype = int(call.get("pse_type", PSE["default_type"]) if "pse_type" in call.args else PSE["default_type"])
+    ptype = call.args.get("pse_type", PSE["default_type"])
+    if not isinstance(ptype, int):
+        return None
     if ptype not in PSE["types"]:
         return ("pse_type", f"one of {list(PSE['types'])}", str(ptype), "AnalyzeAttrs: pseType out of range")
     if not isinstance(pse, _Tensor):
@@ -448,7 +451,7 @@ def fusion(call: Call) -> None:
     if isinstance(m, _Tensor):
         if not _mask_form(call, dims, m, sparse, checked):
             return
-        problem = _prefix(call, dims, sparse)
+        problem = _prefix_problem(call, dims) if sparse == SPARSE["prefix_compress_mode"] else None
         if problem:
             call.fail("KV117", "prefix", "one prefix N per request, within [max(S2 - S1, 0), S2], for sparse_mode 6",
                       repr(call.get("prefix")), f"{REJECTS} (GetPrefixNList: {problem})")
