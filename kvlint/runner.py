@@ -54,9 +54,10 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
-        _checker(settings).project.add_roots(roots)  # before the fork: workers inherit it
+        checker = _checker(settings)
+        checker.project.add_roots(roots)  # before the fork: workers inherit it
         outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
-            ((i, check_one(_checker(settings), path, hashed)) for i, path in pending)
+            ((i, check_one(checker, path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:
             results[i] = result
             if cache is not None:
