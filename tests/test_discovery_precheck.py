@@ -2,7 +2,8 @@
 pattern of the spec matches: whenever pathspec finds a matching pattern (include or
 exclude), the pre-check says `True`."""
 import pathspec
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvlint.discovery import _any_pattern
 

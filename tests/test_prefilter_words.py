@@ -4,7 +4,8 @@ reordered) give the answers of the plain definition: any word of a rule in the b
 for `rules_for`, a word of each of its `required_words` groups."""
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvlint.checks.base import NoCase, Rule
 from kvlint.engine import Checker, _NoCaseBytes, build_prefilter
