@@ -179,13 +179,13 @@ class GitIgnore:
 
     @staticmethod
     def _read(path: str):
-        import pathspec
-
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().splitlines()
         except OSError:
             return None
+        import pathspec  # only when there is a .gitignore
+
         spec = pathspec.GitIgnoreSpec.from_lines(lines)
         return (spec, _any_pattern(spec)) if spec.patterns else None
 
