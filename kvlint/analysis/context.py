@@ -174,6 +174,30 @@ class Context:
             return self._length_compare(left, op, right)
         return None
 
+    def single_query_arm(self, test: ast.expr, in_body: bool) -> bool:
+        """BRANCH_QUERY_LENGTH alone: this arm of `test` says every query is one token
+        (the body of `max_query_len == 1` / `q_len <= 1` / `q_len < 2`, the else of
+        `q_len > 1` / `q_len >= 2` / `q_len != 1`). A flag, a state or a count naming the
+        decode phase does not say it (a decode batch of MTP holds several tokens a request)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.single_query_arm(test.operand, not in_body)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == in_body:  # every operand holds on this arm
+                return any(self.single_query_arm(v, in_body) for v in test.values)
+            return False
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+            op = {ast.Gt: ast.Lt(), ast.Lt: ast.Gt(), ast.GtE: ast.LtE(), ast.LtE: ast.GtE()}.get(type(op), op)
+        if not (isinstance(right, ast.Constant) and type(right.value) is int) or not self._is_query_length(left):
+            return False
+        n = right.value
+        if in_body:
+            return (isinstance(op, (ast.Eq, ast.LtE)) and n == 1) or (isinstance(op, ast.Lt) and n == 2)
+        return (isinstance(op, (ast.Gt, ast.NotEq)) and n == 1) or (isinstance(op, ast.GtE) and n == 2)
+
     def _state_test(self, test: ast.expr) -> Optional[Tuple[str, bool]]:
         """BRANCH_ENUM_STATE: (phase, positive) for `state == State.DecodeOnly` / `state in
         (State.A, State.B)` of one phase (positive) and their `!=` / `not in` forms."""

@@ -118,6 +118,14 @@ def _walk(expr, at, ctx: FileContext, guards, truthy, subtracted, depth, out, se
     out.append(WindowLeaf(expr, guards, truthy, subtracted))
 
 
+def carries_window(expr: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """WINDOW_NAME on what `expr` is built from: a window-named name or attribute in it or in
+    a value it is traced to (`pre_tokens=w` after `w = self.sliding_window - 1`). A sequence
+    length (`seq_len`, `k.shape[0]`) is a causal limit, not a window."""
+    exprs = [expr] + [leaf.expr for leaf in window_leaves(expr, at, ctx)]
+    return any(is_window_name(n) for e in exprs for n in ast.walk(e) if isinstance(n, (ast.Name, ast.Attribute)))
+
+
 def self_attribute_values(expr: ast.expr, ctx: FileContext) -> List[ast.expr]:
     """The values `self.x` is assigned anywhere in the enclosing class (empty if not `self.x`)."""
     if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self"):
