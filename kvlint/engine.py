@@ -128,9 +128,11 @@ class Checker:
         """`rules`: the rules to run (default: `rules_for(source.data)`)."""
         result = FileResult(source.path)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
-                tree = ast.parse(source.text, filename=source.path)
+            tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
+            if tree is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
+                    tree = ast.parse(source.text, filename=source.path)
         except SyntaxError as exc:
             line = exc.lineno or 1
             result.findings.append(self._parse_finding(source.path, line, exc.offset or 1,
