@@ -32,7 +32,7 @@ from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Violation
 from kvlint.runtime.registry import base_name as _base_name
-from kvlint.runtime.registry import contracts_for
+from kvlint.runtime.registry import clear_verdicts, plan_named, run, signature
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
@@ -77,14 +77,14 @@ class GuardHandle:
 class _Spec:
     """What the wrapper needs per operator overload, computed once at patch time."""
 
-    __slots__ = ("op", "name", "positional", "defaults", "contracts", "names")
+    __slots__ = ("op", "name", "positional", "defaults", "plan", "names")
 
-    def __init__(self, op, contracts):
+    def __init__(self, op):
         self.op = op
         self.name = _base_name(op.name)
         self.positional = tuple(p.name for p in op.params if p.kind == "positional")
         self.defaults = {p.name: p.default for p in op.params if not p.required}
-        self.contracts = tuple(contracts)
+        self.plan = plan_named(op.name)
         self.names = frozenset(p.name for p in op.params)
 
 
@@ -203,16 +203,6 @@ def _crashed(contract, call: Call, exc: Exception) -> None:
           f"({type(exc).__name__}: {exc}); skipped (reported once per call site)", RuntimeWarning, call.frame())
 
 
-def run_contracts(contracts, call: Call) -> None:
-    for contract in contracts:
-        try:
-            contract(call)
-        except ContractError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a contract must never break the user's call
-            _crashed(contract, call, exc)
-
-
 class _Guarded:
     """Stands in for an operator's `_op`: checks the call, then calls the saved entry point.
     Hashes like that entry point (torch's `OpOverload.__hash__` is `hash(self._op)`)."""
@@ -247,7 +237,8 @@ class _Guarded:
             if bound is not None:
                 call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full)
                 call.tracing = traced
-                run_contracts(spec.contracts, call)
+                # traced calls: sizes are hints of symbolic ones, not a signature to reuse
+                run(spec.plan, call, _crashed, None if traced else signature(args, kwargs))
                 if call.findings:
                     if kwargs:  # an unknown keyword explains the rest (v2's num_heads leaves num_query_heads at 1)
                         finding = _keyword_finding(spec, kwargs, None)
@@ -273,12 +264,14 @@ class _Guarded:
 
 def _install() -> int:
     _import_operator_packages()
+    if not _saved:
+        clear_verdicts()  # cached verdicts live while the guard is on (facts patched in between are seen)
     count = 0
     for target, op in _targets():
         original = target._op
         if isinstance(original, _Guarded):
             continue
-        target._op = _Guarded(original, _Spec(op, contracts_for(op)))
+        target._op = _Guarded(original, _Spec(op))
         _saved.append((target, original))
         count += 1
     return count

@@ -66,12 +66,41 @@ ROLES = {name: Roles(FACTS.operator(name)) for name in FA_OPS}
 
 
 class FaView:
+    """What the FA contracts derive from one call. The numbers are a function of the call's
+    signature (kvlint.runtime.registry): a cached verdict keeps them `detached()` from the
+    call's tensors, and `attached(args)` gives them the next call's tensors. `table_check` and
+    `mla_tokens` are set by the shape checks for the value checks that follow them."""
+
     __slots__ = ("roles", "layout", "base", "q", "k", "v", "num_heads", "kv_heads", "batch", "q_seq",
                  "q_heads", "head_dim", "paged", "tnd", "sparse", "mask", "block_table", "block_size",
-                 "query_rope", "key_rope", "scale", "cache_broken")
+                 "query_rope", "key_rope", "scale", "cache_broken", "table_check", "mla_tokens")
+
+    def detached(self) -> "FaView":
+        view = self._numbers()
+        view.q = view.k = view.v = view.mask = view.block_table = view.query_rope = view.key_rope = None
+        return view
+
+    def attached(self, args) -> "FaView":
+        view, roles = self._numbers(), self.roles
+        view.q, view.k, view.v = args["query"], args["key"], args["value"]
+        view.mask = args.get(roles.mask)
+        view.block_table = args.get(roles.block_table) if roles.block_table else None
+        view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
+        return view
+
+    def _numbers(self) -> "FaView":
+        view = FaView()
+        view.roles, view.layout, view.base, view.num_heads, view.kv_heads = (
+            self.roles, self.layout, self.base, self.num_heads, self.kv_heads)
+        view.batch, view.q_seq, view.q_heads, view.head_dim, view.paged, view.tnd = (
+            self.batch, self.q_seq, self.q_heads, self.head_dim, self.paged, self.tnd)
+        view.sparse, view.block_size, view.scale, view.cache_broken = (
+            self.sparse, self.block_size, self.scale, self.cache_broken)
+        view.table_check, view.mla_tokens = self.table_check, self.mla_tokens
+        return view
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def fa_view(call: Call) -> None:
     """Sets `call.view`, or leaves it None when the layout/rank is unusable (reported as KV110)."""
     roles = ROLES[call.name]
@@ -134,6 +163,8 @@ def fa_view(call: Call) -> None:
     view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
     view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
+    view.table_check = None    # (batch, block_size, kv_lens keyword, num_blocks, exact): fa_paged's value check
+    view.mla_tokens = False    # MLA in TND passed its shape checks: mla_query_tokens reads the lengths
     call.view = view
 
 
@@ -186,7 +217,7 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
         view.cache_broken = True
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def heads(call: Call) -> None:
     view = call.view
     if view is None:
@@ -247,7 +278,7 @@ def heads(call: Call) -> None:
 _BATCH_FIRST = frozenset(("BSH", "BSND", "BNSD"))
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def key_value_shapes(call: Call) -> None:
     """The value equals the key except in D, and D_v <= D_qk (equal with query_rope): FIA
     tiling_info_parser.cpp GetRopeMode, tiling_check_consistency.cpp CheckKVShapeFor*."""
@@ -287,7 +318,7 @@ def key_value_shapes(call: Call) -> None:
                   "requests attend to other requests' keys")
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def contiguity(call: Call) -> None:
     view = call.view
     if view is None:
@@ -306,7 +337,7 @@ def contiguity(call: Call) -> None:
             return
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def dtypes(call: Call) -> None:
     view = call.view
     if view is None:
@@ -330,7 +361,7 @@ def dtypes(call: Call) -> None:
                   "paged attention does not take an int8 query")
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def scale(call: Call) -> None:
     view = call.view
     if view is None or view.scale is None:
@@ -362,7 +393,7 @@ def _key_rope_expected(view: FaView, dr: int, kv: int, kr) -> tuple:
     return tuple(ks[:-1]) + (dr,)
 
 
-@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2", pure=True)
 def mla_rope(call: Call) -> None:
     view = call.view
     if view is None or view.cache_broken:
@@ -497,13 +528,24 @@ def _mla_features(call: Call, view: FaView) -> None:
                   shape_of(m), "the operator rejects the mask (CheckAttentionMask)")
         return
     if view.tnd and roles.q_lens:
-        values = call.int_list(get(roles.q_lens))
-        if values:
-            per_request = [b - a for a, b in zip([0] + values[:-1], values)]
-            if max(per_request) > MLA["tnd_max_query_tokens"]:
-                call.fail("KV315", roles.q_lens, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
-                          "in MLA with input_layout TND", f"{per_request} per request",
-                          "the operator rejects the call (CheckFeatureActualSeqLensQData)")
+        view.mla_tokens = True  # the query lengths' values: mla_query_tokens, on every call
+
+
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+def mla_query_tokens(call: Call) -> None:
+    """At most 16 query tokens per request in MLA with TND (FIA tiling_check_feature.cpp
+    CheckFeatureActualSeqLensQData): reads the lengths, so not part of the cached shape verdict."""
+    view = call.view
+    if view is None or not view.mla_tokens:
+        return
+    q_arg = view.roles.q_lens
+    values = call.int_list(call.get(q_arg))
+    if values:
+        per_request = [b - a for a, b in zip([0] + values[:-1], values)]
+        if max(per_request) > MLA["tnd_max_query_tokens"]:
+            call.fail("KV315", q_arg, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
+                      "in MLA with input_layout TND", f"{per_request} per request",
+                      "the operator rejects the call (CheckFeatureActualSeqLensQData)")
 
 
 # ------------------------------------------------------------------------------ quantization
@@ -524,7 +566,7 @@ _MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in
 _MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
 
 
-@contract(*FACTS.family("fa"))
+@contract(*FACTS.family("fa"), pure=True)
 def quantization(call: Call) -> None:
     """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
     MLA without quantization given no quant parameter (tiling_check_existence.cpp
@@ -553,7 +595,7 @@ def quantization(call: Call) -> None:
 
 
 # ------------------------------------------------------------------------------ mask
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def mask(call: Call) -> None:
     view = call.view
     if view is None:
