@@ -120,6 +120,29 @@ def fusion(q, k, v, head_num, layout, **kw):
     return ("npu_fusion_attention", (q, k, v, head_num, layout), kw)
 
 
+I8, F32 = torch.int8, torch.float32
+
+
+def ifa(q, k, v, **kw):
+    kw.setdefault("scale_value", 0.0625)
+    return ("npu_incre_flash_attention", (q, k, v), kw)
+
+
+def kv_int8(b=4, n=8, kv=2, d=128, s=2048, dtype=H, op="fa", **kw):
+    """KV int8 decode on the IFA tiling path: BSH query (B, 1, N*D), int8 key/value (B, S, N_kv*D)."""
+    q, k = m(b, 1, n * d, dtype=dtype), m(b, s, kv * d, dtype=I8)
+    if op == "ifa":
+        return ifa(q, k, m(b, s, kv * d, dtype=I8), num_heads=n, num_key_value_heads=kv, input_layout="BSH", **kw)
+    return fa(q, k, m(b, s, kv * d, dtype=I8), num_heads=n, num_key_value_heads=kv, input_layout="BSH", **kw)
+
+
+def utest_ifa(**kw):
+    """test_incre_flash_attention_tiling.cpp case_antiquantscale_*: query (4, 1, 10) BSH, 10 heads,
+    int8 key/value (4, 2048, 10), int8 output with a 5-D quant_scale2."""
+    return ifa(m(4, 1, 10), m(4, 2048, 10, dtype=I8), m(4, 2048, 10, dtype=I8), num_heads=10, input_layout="BSH",
+               quant_scale2=m(2, 2, 2, 2, 2, dtype=F32), **kw)
+
+
 ACCEPTED = {
     "npu_fusion_attention SBH (flash_attention_score_infershape.cpp layouts)": fusion(
         m(5, 2, 8 * 64), m(7, 2, 8 * 64), m(7, 2, 8 * 64), 8, "SBH"),
@@ -171,7 +194,20 @@ ACCEPTED = {
     "TND non-paged: KV heads from key.shape[1]": fa(m(8, 4, 16), m(8, 2, 16), m(8, 2, 16), num_heads=4,
                                                     num_key_value_heads=2, input_layout="TND",
                                                     actual_seq_lengths=[3, 8], actual_seq_lengths_kv=[3, 8]),
+    # KV int8 antiquant (IFA CheckKVAntiQuantParaShapeLegal / PerChannel / PerToken, CheckAntiQuantParam)
+    "antiquant per-tensor [2]": kv_int8(antiquant_scale=m(2), antiquant_offset=m(2)),
+    "antiquant per-channel [2, N*D]": kv_int8(antiquant_scale=m(2, 256), antiquant_offset=m(2, 256)),
+    "antiquant per-channel [2, N, D]": kv_int8(antiquant_scale=m(2, 2, 128)),
+    "antiquant per-channel [2, N, 1, D]": kv_int8(antiquant_scale=m(2, 2, 1, 128), antiquant_offset=m(2, 2, 1, 128)),
+    "antiquant per-channel [2, 1, N, D]": kv_int8(antiquant_scale=m(2, 1, 2, 128)),
+    "antiquant per-channel bf16 query, bf16 scale": kv_int8(dtype=BF, antiquant_scale=m(2, 256, dtype=BF)),
+    "antiquant per-token [2, B, S] float32": kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048, dtype=F32),
+                                                     antiquant_offset=m(2, 4, 2048, dtype=F32)),
+    "npu_incre_flash_attention antiquant per-channel [2, N*D]": kv_int8(op="ifa", antiquant_scale=m(2, 256)),
+    "antiquant split mode (key_/value_antiquant_*: not the combined checks)": kv_int8(
+        key_antiquant_scale=m(1, 256), value_antiquant_scale=m(1, 256)),
 }
+
 
 REJECTED = {
     # name: (call, code, words the message must hold)
@@ -248,6 +284,31 @@ REJECTED = {
     "antiquant_mode 2 (CheckSingleParaAntiquantMode)": (gqa_paged(antiquant_mode=2), "KV518", "[0, 1]"),
     "key_antiquant_mode 6 (CheckSingleParaKeyAntiquantMode)": (gqa_paged(key_antiquant_mode=6), "KV518", "0, 1, 2"),
     "utest:case_CheckFeatureMlaNoQuantLayout_mla_058 (NZ cache with BNSD)": (mla_nz(layout="BNSD"), "KV110", "NZ"),
+    # KV int8 antiquant: the operator team's IFA unit tests, and the checks they exercise
+    "utest:case_antiquantscale_nullptr (antiquant on, no scale)": (
+        utest_ifa(antiquant_offset=m(2, 2, 2, 2, 2, dtype=F32)), "KV518", "antiquant scale is NULL"),
+    "utest:case_antiquantscale_dim (offset of another rank)": (
+        utest_ifa(antiquant_scale=m(2, 2, 2, 2, dtype=F32), antiquant_offset=m(2, 2, 2, 2, 2, dtype=F32)),
+        "KV518", "different layouts"),
+    "utest:case_antiquantScale_dim_bnsd ([2, 2, 2, 2] for N 10, D 1)": (
+        utest_ifa(antiquant_scale=m(2, 2, 2, 2, dtype=F32), antiquant_offset=m(2, 2, 2, 2, dtype=F32)),
+        "KV518", "[2, 10, 1, 1]"),
+    "utest:case_antiquantscale_dim_bh ([2, 2] for N*D 10)": (
+        utest_ifa(antiquant_scale=m(2, 2, dtype=F32), antiquant_offset=m(2, 2, dtype=F32)), "KV518", "[2, 10]"),
+    "utest:case_antiquantscale_antiquantoffset (fp16 scale, fp32 offset)": (
+        utest_ifa(antiquant_scale=m(2), antiquant_offset=m(2, dtype=F32)), "KV518", "like antiquant_scale"),
+    "antiquant scale not stacked for key and value ([1, N*D])": (kv_int8(antiquant_scale=m(1, 256)), "KV518",
+                                                                 "per-channel"),
+    "antiquant per-channel scale of another dtype than the query": (
+        kv_int8(antiquant_scale=m(2, 256, dtype=F32)), "KV518", "like the query"),
+    "antiquant per-token with a float16 scale": (
+        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048)), "KV518", "float32"),
+    "antiquant per-token with another batch": (
+        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 3, 2048, dtype=F32)), "KV518", "(2, 4, S_kv)"),
+    "antiquant parameters on a float16 cache (ProcessAntiQuant)": (
+        gqa_paged(antiquant_scale=m(2, 256)), "KV518", "antiquant needs an int8"),
+    "npu_incre_flash_attention antiquant scale [2, N, D] with N 3": (
+        kv_int8(op="ifa", antiquant_scale=m(2, 3, 128)), "KV518", "per-channel"),
 }
 
 

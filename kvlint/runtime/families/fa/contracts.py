@@ -594,6 +594,92 @@ def quantization(call: Call) -> None:
             return
 
 
+ANTIQUANT = CONTRACTS["antiquant"]
+_ANTIQUANT_OPS = frozenset(ANTIQUANT["operators"])
+_IFA_LAYOUTS = frozenset(ANTIQUANT["ifa_layouts"])
+_FLOATS = frozenset((torch.float16, torch.bfloat16))
+_PER_TOKEN_DTYPE = getattr(torch, ANTIQUANT["per_token_dtype"])
+_ANTIQUANT_ARGS = ("antiquant_scale", "antiquant_offset")
+
+
+def _antiquant_shapes(view: FaView, kv: int) -> list:
+    """The per-channel / per-tensor shapes CheckKVAntiQuantParaShapeLegal accepts."""
+    n2, d = ANTIQUANT["stacked"], view.head_dim
+    return [(n2,), (n2, kv, 1, d), (n2, 1, kv, d), (n2, kv, d), (n2, kv * d)]
+
+
+@contract(*ANTIQUANT["operators"], pure=True)
+def antiquant_params(call: Call) -> None:
+    """KV int8 antiquant's combined antiquant_scale / antiquant_offset on the IFA tiling path
+    (rules/facts/fa_contracts.toml [fa_contracts.antiquant]: IFA tiling CheckAntiQuantParam,
+    CheckKVAntiQuantParaShapeLegal, CheckKVAntiQuantPerChannel / PerToken)."""
+    view = call.view
+    if view is None or view.cache_broken:
+        return
+    args = call.args
+    scale, offset = args.get("antiquant_scale"), args.get("antiquant_offset")
+    q, k = view.q, view.k
+    if q.dtype not in _FLOATS:
+        return  # full quantization (int8 query): other checks
+    if call.name == "npu_fused_infer_attention_score" and (
+            view.layout not in _IFA_LAYOUTS or view.q_seq != 1 or view.query_rope is not None or k.dim() == 5):
+        return  # FIA's own tiling (TND, prefill, MLA, NZ): not these checks
+    if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
+        return  # key / value parameters given separately: the split mode's own checks
+    if k.dtype == q.dtype:
+        for name, t in zip(_ANTIQUANT_ARGS, (scale, offset)):
+            if t is not None:
+                call.fail("KV518", name, f"None with a {dtype_name(k.dtype)} cache (antiquant needs an int8 key and "
+                          "value)", f"a tensor {shape_of(t)}",
+                          "the operator rejects the call (IFA ProcessAntiQuant: KV antiquant is unenabled, but "
+                          "antiquant parameters exist)")
+                return
+        return
+    if k.dtype != torch.int8:
+        return  # int4 and others: not checked here
+    mode = args.get("antiquant_mode") or 0
+    why = "the operator rejects the call (IFA CheckAntiQuantParam)"
+    if mode not in ANTIQUANT["modes"]:
+        call.fail("KV518", "antiquant_mode", f"one of {ANTIQUANT['modes']}", str(mode), why)
+        return
+    if scale is None:
+        call.fail("KV518", "antiquant_scale", "a tensor: an int8 cache with a float query is dequantized with it",
+                  "None", why + ": KV antiquant is enabled, but the antiquant scale is NULL")
+        return
+    if offset is not None and offset.dim() != scale.dim():
+        call.fail("KV518", "antiquant_offset", f"{scale.dim()}-D like antiquant_scale {shape_of(scale)}",
+                  f"{offset.dim()}-D {shape_of(offset)}", why + ": antiquant params have different layouts")
+        return
+    kv = view.kv_heads or view.num_heads
+    for name, t in zip(_ANTIQUANT_ARGS, (scale, offset)):
+        if t is None:
+            continue
+        shape = tuple(t.shape)
+        if mode == ANTIQUANT["per_token"]:
+            if len(shape) != ANTIQUANT["per_token_rank"] or shape[0] != ANTIQUANT["stacked"] or (
+                    view.batch is not None and shape[1] != view.batch):
+                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S_kv) in per-token mode "
+                          "(antiquant_mode 1: key and value stacked, per request and token)", shape_of(t),
+                          "the operator rejects the call (IFA CheckKVAntiQuantPerToken)")
+                return
+        elif mode == ANTIQUANT["per_channel"] and view.head_dim:
+            allowed = _antiquant_shapes(view, kv)
+            if shape not in allowed:
+                call.fail("KV518", name, "one of " + ", ".join(str(list(s)) for s in allowed) + " (per-tensor, or "
+                          "per-channel with key and value stacked on dim 0)", shape_of(t),
+                          "the operator rejects the call (IFA CheckKVAntiQuantParaShapeLegal / PerChannel)")
+                return
+    if mode == ANTIQUANT["per_channel"] and scale.dtype != q.dtype:
+        call.fail("KV518", "antiquant_scale", f"{dtype_name(q.dtype)} like the query in per-channel mode",
+                  dtype_name(scale.dtype), why + ": illegal datatype of antiquant scale")
+    elif mode == ANTIQUANT["per_token"] and scale.dtype != _PER_TOKEN_DTYPE:
+        call.fail("KV518", "antiquant_scale", f"{ANTIQUANT['per_token_dtype']} in per-token mode",
+                  dtype_name(scale.dtype), why + ": per-token mode needs a float32 scale")
+    elif offset is not None and offset.dtype != scale.dtype:
+        call.fail("KV518", "antiquant_offset", f"{dtype_name(scale.dtype)} like antiquant_scale",
+                  dtype_name(offset.dtype), "the operator rejects the call (IFA CheckAntiquantOffsetType)")
+
+
 # ------------------------------------------------------------------------------ mask
 @contract(*FA_OPS, pure=True)
 def mask(call: Call) -> None:
