@@ -206,6 +206,29 @@ ACCEPTED = {
     "npu_incre_flash_attention antiquant per-channel [2, N*D]": kv_int8(op="ifa", antiquant_scale=m(2, 256)),
     "antiquant split mode (key_/value_antiquant_*: not the combined checks)": kv_int8(
         key_antiquant_scale=m(1, 256), value_antiquant_scale=m(1, 256)),
+    # npu_fusion_attention tiling (flash_attention_score_tiling_general.cpp AnalyzeAttrs / AnalyzeOptionalInput)
+    "npu_fusion_attention mask (B, N1, S1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                        atten_mask=m(2, 8, 5, 7, dtype=torch.bool)),
+    "npu_fusion_attention mask (1, 1, S1, S2) uint8": fusion(m(2, 5, 8, 64), m(2, 7, 8, 64), m(2, 7, 8, 64), 8, "BSND",
+                                                             atten_mask=m(1, 1, 5, 7, dtype=torch.uint8)),
+    "npu_fusion_attention mask (B, 1, S1, S2)": fusion(m(2, 5, 8 * 64), m(2, 7, 8 * 64), m(2, 7, 8 * 64), 8, "BSH",
+                                                       atten_mask=m(2, 1, 5, 7, dtype=torch.bool)),
+    "npu_fusion_attention mask (S1, S2) SBH": fusion(m(5, 2, 8 * 64), m(7, 2, 8 * 64), m(7, 2, 8 * 64), 8, "SBH",
+                                                     atten_mask=m(5, 7, dtype=torch.bool)),
+    "npu_fusion_attention sparse 3, mask (2048, 2048)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8,
+                                                               "BNSD", atten_mask=m(2048, 2048, dtype=torch.bool),
+                                                               sparse_mode=3),
+    "npu_fusion_attention sparse 6 (prefix compressed), mask (3072, 2048)": fusion(
+        m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(3072, 2048, dtype=torch.bool),
+        sparse_mode=6, prefix=[1, 2]),
+    "npu_fusion_attention keep_prob 0.9": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                 keep_prob=0.9),
+    "npu_fusion_attention pse (B, N1, S1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                      pse=m(2, 8, 5, 7)),
+    "npu_fusion_attention pse (1, N1, 1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                     pse=m(1, 8, 1, 7)),
+    "npu_fusion_attention pse alibi (1, N1, 1024, S2), S1 2048": fusion(
+        m(1, 8, 2048, 64), m(1, 8, 2048, 64), m(1, 8, 2048, 64), 8, "BNSD", pse=m(1, 8, 1024, 2048)),
 }
 
 
@@ -309,6 +332,34 @@ REJECTED = {
         gqa_paged(antiquant_scale=m(2, 256)), "KV518", "antiquant needs an int8"),
     "npu_incre_flash_attention antiquant scale [2, N, D] with N 3": (
         kv_int8(op="ifa", antiquant_scale=m(2, 3, 128)), "KV518", "per-channel"),
+    # npu_fusion_attention tiling (flash_attention_score_tiling_general.cpp)
+    "npu_fusion_attention keep_prob 0 (AnalyzeAttrs)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", keep_prob=0.0), "KV116", "keep_prob"),
+    "npu_fusion_attention keep_prob 1.5": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", keep_prob=1.5), "KV116", "(0, 1]"),
+    "npu_fusion_attention head dim 1024 (AnalyzeLayout)": (
+        fusion(m(2, 8, 5, 1024), m(2, 8, 7, 1024), m(2, 8, 7, 1024), 8, "BNSD"), "KV116", "(0, 768]"),
+    "npu_fusion_attention int8 mask (bool or uint8 only)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(5, 7, dtype=torch.int8)),
+        "KV205", "bool or uint8"),
+    "npu_fusion_attention 3-D mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(1, 5, 7, dtype=torch.bool)),
+        "KV211", "2-D or 4-D"),
+    "npu_fusion_attention sparse 3 with a 3-D compressed mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(1, 2048, 2048, dtype=torch.bool),
+               sparse_mode=3), "KV206", "2-D or 4-D"),
+    "npu_fusion_attention sparse 6 with a (2048, 2048) mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(2048, 2048, dtype=torch.bool),
+               sparse_mode=6, prefix=[1, 2]), "KV206", "(3072, 2048)"),
+    "npu_fusion_attention mask (S1 + 1, S2)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(6, 7, dtype=torch.bool)),
+        "KV211", "exactly"),
+    "npu_fusion_attention pse 3-D": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(8, 5, 7)), "KV116", "pse"),
+    "npu_fusion_attention pse batch 3 for B 2": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(3, 8, 5, 7)), "KV116", "1|2"),
+    "npu_fusion_attention pse alibi rows with S1 < 1024": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(1, 8, 1024, 7)), "KV116", "pse"),
 }
 
 

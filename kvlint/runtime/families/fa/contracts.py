@@ -681,6 +681,9 @@ def antiquant_params(call: Call) -> None:
 
 
 # ------------------------------------------------------------------------------ mask
+_OWN_MASK_FORMS = frozenset(("npu_fusion_attention",))
+
+
 @contract(*FA_OPS, pure=True)
 def mask(call: Call) -> None:
     view = call.view
@@ -711,8 +714,8 @@ def mask(call: Call) -> None:
         elif not DATA.mask.is_compressed_shape(m.shape):
             call.fail("KV206", name, f"{_SHOWN_SHAPES} for sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
         return
-    if m is None or sparse not in (0, 1) or view.tnd:
-        return
+    if m is None or sparse not in (0, 1) or view.tnd or call.name in _OWN_MASK_FORMS:
+        return  # npu_fusion_attention's exact forms: fusion/contracts.py
     q_seq, batch, dims = view.q_seq, view.batch, [int(s) for s in m.shape]
     lead_ok = m.dim() < 3 or dims[0] in (1, batch)
     if m.dim() < 2 or m.dim() > 4 or not lead_ok or (m.dim() == 4 and dims[1] != 1):
