@@ -222,7 +222,8 @@ class _Guarded:
         return getattr(self.__kvlint_original__, name)
 
     def __call__(self, *args, **kwargs):
-        handle = _current()
+        own = _context.get()
+        handle = own[-1] if own and own[-1].active else _current()
         if handle is not None:
             spec = self._spec
             bound = spec.defaults.copy()
@@ -230,13 +231,11 @@ class _Guarded:
                 bound.update(zip(spec.positional, args))
             if kwargs:
                 bound.update(kwargs)
-            first = args[0] if args else None
-            traced = type(first) is not _Tensor and isinstance(first, _Tensor)
+            traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)
             if traced:
                 bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
             if bound is not None:
-                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full)
-                call.tracing = traced
+                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full, traced)
                 # traced calls: sizes are hints of symbolic ones, not a signature to reuse
                 run(spec.plan, call, _crashed, None if traced else signature(args, kwargs))
                 if call.findings:

@@ -97,7 +97,6 @@ def contracts_for(op) -> List[Callable]:
 
 # ------------------------------------------------------------------------------ verdict cache
 _Tensor = torch.Tensor
-_SCALARS = frozenset((int, float, str, bool))  # (bool's values equal int's: the type is in the key)
 VERDICTS_PER_OPERATOR = 4096   # signatures kept per operator; the cache starts afresh past that
 
 
@@ -105,37 +104,38 @@ def signature(args, kwargs) -> Optional[tuple]:
     """The call's signature (module docstring), or None when an argument has none (a list
     holding anything but ints, an object). The schema defaults are the same on every call of
     an operator, so only what the caller passed counts: how many positionally, the keyword
-    names in call order, then per value a group whose first item tells its kind: None; a
-    tensor's shape, dtype, and True when contiguous, else its strides; a scalar's, string's or
-    bool's type and value; a list's or tuple's type and length. The groups are decodable, so
-    two different calls never share a signature."""
-    key = [len(args), *kwargs]
-    add = key.append
-    for value in (*args, *kwargs.values()) if kwargs else args:
-        if value is None:
-            add(None)
-            continue
-        cls = value.__class__
-        if cls is _Tensor:
-            add(value.shape)
-            add(value.dtype)
-            add(value.is_contiguous() or value.stride())
-        elif cls in _SCALARS:
-            add(cls)
-            add(value)
-        elif cls is list or cls is tuple:
-            for item in value:
-                if item.__class__ is not int:
-                    return None
-            add(cls)
-            add(len(value))
-        elif isinstance(value, _Tensor):  # Parameter and other subclasses
-            add(value.shape)
-            add(value.dtype)
-            add(value.is_contiguous() or value.stride())
-        else:
-            return None
-    return tuple(key)
+    names in call order, then one item per value: a tensor's (shape, dtype, True when
+    contiguous, else its strides); a string or None as it is; a number's or bool's (type,
+    value); a list's or tuple's (type, length). Items of different kinds never compare equal,
+    so two different calls never share a signature."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    try:
+        parts = [(v.shape, v.dtype, v.is_contiguous() or v.stride()) if v.__class__ is _Tensor else
+                 v if v.__class__ in _AS_IS else (v.__class__, v) if v.__class__ in _NUMBERS else _other(v)
+                 for v in values]
+    except _Uncacheable:
+        return None
+    return (len(args), *kwargs, *parts)
+
+
+_AS_IS = frozenset((str, type(None)))
+_NUMBERS = frozenset((int, float, bool))  # type in the item: 1, 1.0 and True are equal as values
+
+
+class _Uncacheable(Exception):
+    """An argument the signature cannot describe exactly."""
+
+
+def _other(value):
+    if isinstance(value, _Tensor):  # Parameter and other subclasses
+        return (value.shape, value.dtype, value.is_contiguous() or value.stride())
+    cls = value.__class__
+    if cls is list or cls is tuple:
+        for item in value:
+            if item.__class__ is not int:
+                raise _Uncacheable()
+        return (cls, len(value))
+    raise _Uncacheable()
 
 
 class Plan:

@@ -52,11 +52,14 @@ def table_form(call: Call, table, batch, kv_lens_arg, exact: bool = True) -> boo
     return True
 
 
-def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True) -> None:
+def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True,
+                 params=None) -> None:
     """The KV lengths and the block ids the requests use (`num_blocks` bounds the ids; None:
-    unknown). Read once per decode step: the last verdict is kept per parameters (_VERIFIED)."""
+    unknown). Read once per decode step: the last verdict is kept per parameters (_VERIFIED;
+    `params`: that key, when the caller has it)."""
     kv_lens = call.get(kv_lens_arg)
-    params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
+    if params is None:
+        params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
     seen = _VERIFIED.get(params)
     if seen is not None and _unchanged(seen, table, kv_lens):
         return  # the same table and lengths, unchanged since they passed (the other layers of a step)
@@ -180,7 +183,8 @@ def fa_paged(call: Call) -> None:
             return
         _BLOCK_SIZE_OK.add(key)
     if table_form(call, view.block_table, view.batch, view.roles.kv_lens, exact=view.tnd):
-        view.table_check = (view.batch, bs, view.roles.kv_lens, int(cache_shape[0]), view.tnd)
+        params = (call.name, view.roles.kv_lens, view.batch, bs, int(cache_shape[0]), view.tnd)
+        view.table_check = (params + (False,), params + (True,))  # the _VERIFIED keys, meta / full
 
 
 @contract(*PAGED_FA_OPS)
@@ -189,8 +193,9 @@ def fa_paged_values(call: Call) -> None:
     view = call.view
     if view is None or view.table_check is None:
         return
-    batch, bs, kv_lens_arg, num_blocks, exact = view.table_check
-    table_values(call, view.block_table, batch, bs, kv_lens_arg, num_blocks, exact)
+    params = view.table_check[call.full]
+    _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
+    table_values(call, view.block_table, batch, bs, kv_lens_arg, num_blocks, exact, params)
 
 
 @contract("_npu_paged_attention")

@@ -100,31 +100,25 @@ _TRACKED_ARGS = {name: tuple(key[1] for key in keys) for name, keys in _TRACKED.
 def kv_len_discipline(call: Call) -> None:
     if call.tracing:
         return  # meta stand-ins of traced tensors: no identity, no version
-    args, seen = call.args, None
-    for arg in _TRACKED_ARGS[call.name]:
+    args, name = call.args, call.name
+    scheme = layer = mutated = None
+    for arg in _TRACKED_ARGS[name]:
         tensor = args.get(arg)
-        if type(tensor) is _Tensor:
-            try:
-                version = tensor._version
-            except RuntimeError:  # an inference tensor
-                version = _version_of(call, tensor)
-                if version is None:
-                    continue
-            if seen is None:
-                seen = [(arg, tensor, version)]
-            else:
-                seen.append((arg, tensor, version))
-    if seen is None:
-        return
-    scheme, layer = _layer(call)
-    name = call.name
-    mutated = None
-    with _lock:
-        for arg, tensor, version in seen:
+        if type(tensor) is not _Tensor:
+            continue
+        try:
+            version = tensor._version
+        except RuntimeError:  # an inference tensor
+            version = _version_of(call, tensor)
+            if version is None:
+                continue
+        if scheme is None:
+            scheme, layer = _layer(call)
+        with _lock:
             change = _observe((name, arg, scheme), tensor, layer, version)
-            if change is not None:
-                mutated = mutated or []
-                mutated.append((arg, change))
+        if change is not None:
+            mutated = mutated or []
+            mutated.append((arg, change))
     for arg, (before, after) in mutated or ():
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",
