@@ -76,27 +76,26 @@ class FaView:
                  "query_rope", "key_rope", "scale", "cache_broken", "table_check", "mla_tokens")
 
     def detached(self) -> "FaView":
-        view = self._numbers()
+        view = self.attached(None)
         view.q = view.k = view.v = view.mask = view.block_table = view.query_rope = view.key_rope = None
         return view
 
     def attached(self, args) -> "FaView":
-        view, roles = self._numbers(), self.roles
-        view.q, view.k, view.v = args["query"], args["key"], args["value"]
-        view.mask = args.get(roles.mask)
-        view.block_table = args.get(roles.block_table) if roles.block_table else None
-        view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
-        return view
-
-    def _numbers(self) -> "FaView":
-        view = FaView()
+        """A copy of the numbers with the tensors of the call whose bound arguments are `args`
+        (None: the tensors stay unset)."""
+        view, roles = FaView(), self.roles
         view.roles, view.layout, view.base, view.num_heads, view.kv_heads = (
-            self.roles, self.layout, self.base, self.num_heads, self.kv_heads)
+            roles, self.layout, self.base, self.num_heads, self.kv_heads)
         view.batch, view.q_seq, view.q_heads, view.head_dim, view.paged, view.tnd = (
             self.batch, self.q_seq, self.q_heads, self.head_dim, self.paged, self.tnd)
         view.sparse, view.block_size, view.scale, view.cache_broken = (
             self.sparse, self.block_size, self.scale, self.cache_broken)
         view.table_check, view.mla_tokens = self.table_check, self.mla_tokens
+        if args is not None:
+            get = args.get
+            view.q, view.k, view.v = args["query"], args["key"], args["value"]
+            view.mask, view.query_rope, view.key_rope = get(roles.mask), get(roles.query_rope), get(roles.key_rope)
+            view.block_table = get(roles.block_table) if roles.block_table else None
         return view
 
 
