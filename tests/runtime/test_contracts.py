@@ -53,12 +53,6 @@ def tnd(**kw):
     return lambda: FA(t(8, 4, 16), t(8, 2, 16), t(8, 2, 16), **args)
 
 
-def fusion(**kw):
-    """A valid npu_fusion_attention BNSD call: B=2, 4 query heads, 2 KV heads, S=3, D=16."""
-    kw.setdefault("scale", 0.25)
-    return lambda: torch_npu.npu_fusion_attention(t(2, 4, 3, 16), t(2, 2, 3, 16), t(2, 2, 3, 16), 4, "BNSD", **kw)
-
-
 def scatter_pa(slots=(0, 1, 130), key=None, cache=None, **kw):
     key = key if key is not None else t(3, 2, 16)
     cache = cache if cache is not None else torch.zeros(2, 128, 2, 16, dtype=H)
@@ -110,6 +104,12 @@ def reshape_and_cache(slots=(0, 1, 129)):
                                                     torch.tensor(slots, dtype=torch.int32))
 
 
+def fusion_bsnd(**kw):
+    q, k = t(2, 3, 4, 16), t(2, 5, 2, 16)
+    kw.setdefault("scale", 0.25)
+    return lambda: torch_npu.npu_fusion_attention(q, k, k.clone(), 4, "BSND", **kw)
+
+
 CASES = {
     # code: (violating call, valid call)
     "KV104": (bnsd(num_heads=OMIT, num_key_value_heads=1), bnsd()),
@@ -119,9 +119,6 @@ CASES = {
     "KV113": (bnsd(v=t(2, 2, 6, 16)), bnsd()),
     "KV114": (bnsd(q=t(2, 3, 4, 16).transpose(1, 2)), bnsd(q=t(2, 3, 4, 16).transpose(1, 2).contiguous())),
     "KV115": (bsh(q=t(2, 3, 64, dtype=torch.float32)), bsh()),
-    "KV116": (fusion(keep_prob=0.0), fusion(keep_prob=1.0)),
-    "KV117": (fusion(atten_mask=torch.zeros(3, 3, dtype=torch.bool), pre_tockens=-1, next_tockens=-1),
-              fusion(atten_mask=torch.zeros(3, 3, dtype=torch.bool), pre_tockens=1, next_tockens=0)),
     "KV201": (bsh(sparse_mode=3), bsh(sparse_mode=3, atten_mask=MASK)),
     "KV205": (bsh(atten_mask=torch.zeros(3, 5)), bsh(atten_mask=torch.zeros(3, 5, dtype=torch.bool))),
     "KV206": (bsh(sparse_mode=3, atten_mask=torch.ones(3, 5, dtype=torch.bool).triu(1)),
@@ -155,6 +152,9 @@ CASES = {
     "KV516": (scatter_update(indices=(0, 8)), scatter_update()),
     "KV517": (scatter_pa(cache_mode="PA_NZ"), scatter_pa()),
     "KV518": (bsh(key_antiquant_mode=7), bsh(key_antiquant_mode=1)),
+    "KV116": (fusion_bsnd(keep_prob=0.0), fusion_bsnd(keep_prob=1.0)),
+    "KV117": (fusion_bsnd(atten_mask=torch.zeros(3, 5, dtype=torch.bool), pre_tockens=-1, next_tockens=-1),
+              fusion_bsnd(atten_mask=torch.zeros(3, 5, dtype=torch.bool), pre_tockens=3, next_tockens=0)),
 }
 
 

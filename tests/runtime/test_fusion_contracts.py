@@ -10,9 +10,9 @@ contracts (families/fa/contracts.py, not owned here) still reject: strict xfails
 they pass the mark must go."""
 import pytest
 import torch
+from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
 
 import kvlint
-from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
 
 H, BF, F32 = torch.float16, torch.bfloat16, torch.float32
 B8 = torch.bool
@@ -58,6 +58,7 @@ ACCEPTED = {
     "BSH GQA, no mask": bsh(),
     "SBH GQA": fusion(m(5, 2, 8 * 64), m(7, 2, 2 * 64), m(7, 2, 2 * 64), 8, "SBH"),
     "BNSD (B,1,S1,S2) bool mask, sparse_mode 0": bnsd(atten_mask=m(2, 1, 8, 8, dtype=B8)),
+    "BNSD (B, N1, S1, S2) mask": bnsd(atten_mask=m(2, 8, 8, 8, dtype=B8)),
     "BNSD (S1,S2) uint8 mask, causal window (pre >= S1, next 0)": bnsd(
         atten_mask=m(8, 8, dtype=torch.uint8), pre_tockens=8, next_tockens=0),
     "BNSD band, pre 4 next 0 (sparse_mode 4)": bnsd(atten_mask=compressed(), sparse_mode=4, pre_tockens=4,
@@ -109,7 +110,6 @@ ACCEPTED = {
 # Accepted by the operator, rejected by a FA-family contract (families/fa/contracts.py).
 FA_FALSE_REJECTS = {
     "fa: float32 npu_fusion_attention (fa dtypes: query fp16/bf16/int8)": bnsd(dtype=F32),
-    "fa: mask (B, N1, S1, S2) (fa mask: KV211 wants dim 1 == 1)": bnsd(atten_mask=m(2, 8, 8, 8, dtype=B8)),
     "fa: TND sparse_mode 8 with a mask (fa mask: KV212 TND modes 3/4)": tnd(
         q_ends=(4, 8, 16), kv_ends=(4, 8, 16), atten_mask=compressed(), sparse_mode=8, pre_tockens=65535,
         next_tockens=0),
@@ -130,7 +130,7 @@ REJECTED = {
     "_v2 key dtype not the query's": (
         v2(m(2, 8, 8, 64), m(2, 8, 8, 64, dtype=BF), m(2, 8, 8, 64, dtype=BF), 8, "BNSD"), "KV115", "like the query"),
     # aclnn AnalysisInput l.441
-    "head dim 1024": (bnsd(d=1024), "KV113", "1..768"),
+    "head dim 1024": (bnsd(d=1024), "KV116", "(0, 768]"),
     # AnalyzeOptionalInput l.1526
     "int8 atten_mask": (bnsd(atten_mask=m(8, 8, dtype=torch.int8)), "KV205", "bool or uint8"),
     # SparseModeProcess l.768 / VarLenSparseModeProcess l.4098
@@ -146,7 +146,7 @@ REJECTED = {
     # AnalyzeOptionalInput l.1533-1563: exact mask forms
     "mask larger than (S1, S2) with sparse_mode 0": (bnsd(atten_mask=m(16, 16, dtype=B8)), "KV211", "(8, 8)"),
     "3-D mask (B, S1, S2)": (bnsd(atten_mask=m(2, 8, 8, dtype=B8)), "KV211", "a 2-D or 4-D mask"),
-    "4-D compressed mask with S 8": (bnsd(atten_mask=compressed(1, 1), sparse_mode=3), "KV211", "2-D"),
+    "4-D compressed mask with S 8": (bnsd(atten_mask=compressed(1, 1), sparse_mode=3), "KV206", "2-D"),
     "_v2 TND mask neither (max S1, max S2) nor (sum S1, sum S2)": (
         tnd(op="npu_fusion_attention_v2", atten_mask=m(6, 6, dtype=B8)), "KV211", "(5, 5)"),
     # GetPrefixNList l.1316-1363, VarLenGetPrefixNList l.4038-4095
@@ -274,20 +274,28 @@ def _bound(args, kwargs):
     return dict(zip(("query", "key", "value", "head_num", "input_layout"), args), **kwargs)
 
 
+def _checked(case):
+    """check_call's findings; the same without the verdict cache, filling it and replaying it."""
+    from test_verdict_cache import verdict
+
+    from kvlint.runtime import check_call, registry
+
+    op_name, args, kwargs = case
+    registry.clear_verdicts()
+    runs = [check_call(op_name, _bound(args, kwargs), cache=cache) for cache in (False, True, True)]  # one site
+    assert verdict(runs[1]) == verdict(runs[2]) == verdict(runs[0])
+    return runs[0]
+
+
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_check_call_accepts_it_too(name):
-    from kvlint.runtime import check_call
-
-    op_name, args, kwargs = ACCEPTED[name]
-    assert [f.message for f in check_call(op_name, _bound(args, kwargs)) if f.severity == "error"] == []
+    assert [f.message for f in _checked(ACCEPTED[name]) if f.severity == "error"] == []
 
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_check_call_reports_the_same_code_first(name):
-    from kvlint.runtime import check_call
-
-    (op_name, args, kwargs), code, _ = REJECTED[name]
-    assert [f.code for f in check_call(op_name, _bound(args, kwargs))][:1] == [code]
+    case, code, _ = REJECTED[name]
+    assert [f.code for f in _checked(case)][:1] == [code]
 
 
 def test_a_shape_the_fa_family_reports_is_reported_once():
@@ -311,3 +319,36 @@ def test_device_length_tensors_are_not_read_in_meta_mode():
     case = tnd(op="npu_fusion_attention_v3", q_ends=(3, 12), t1=8,
                actual_seq_qlen=m(2, dtype=torch.int64), actual_seq_kvlen=m(2, dtype=torch.int64))
     assert [f for f in _collect(case) if f.severity == "error"] == []
+
+
+# ------------------------------------------------------------------ verdict cache (fusion_shapes is pure)
+CASES = {**ACCEPTED, **{name: case for name, (case, _, _) in REJECTED.items()}}
+
+
+def test_fusion_shapes_reads_no_values(monkeypatch):
+    from test_verdict_cache import _call, bound
+
+    from kvlint.runtime import call as call_module
+    from kvlint.runtime.families.fusion.contracts import fusion_shapes
+
+    def no_values(*args, **kwargs):
+        raise AssertionError("fusion_shapes read values")
+    monkeypatch.setattr(call_module.Call, "int_list", no_values)
+    monkeypatch.setattr(call_module.Call, "readable", no_values)
+    for case in CASES.values():
+        fusion_shapes(_call(*bound(case)))
+
+
+def test_same_signature_other_lengths_or_prefix_gets_its_own_verdict():
+    """The signature holds a list's length, not its entries: fusion_values reads them per call."""
+    from test_verdict_cache import bound
+
+    from kvlint.runtime import check_call
+
+    for good, bad in ((tnd(atten_mask=compressed(), sparse_mode=3),
+                       tnd(kv_ends=(2, 8), atten_mask=compressed(), sparse_mode=3)),
+                      (bnsd(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8), prefix=[8, 4]),
+                       bnsd(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8), prefix=[8, 9]))):
+        assert [f.code for f in check_call(*bound(good))] == []
+        assert [f.code for f in check_call(*bound(bad))] == ["KV117"]
+        assert [f.code for f in check_call(*bound(good))] == []

@@ -1,14 +1,16 @@
 """npu_fusion_attention contracts (flash_attention_score), mirrored from the operator's tiling
 and aclnn checks (rules/facts/fusion.toml cites each). The FA-family checks it shares with
-fused_infer_attention_score (layout, heads, key/value shapes, mask, TND lengths) are registered
-for npu_fusion_attention in families/fa/contracts.py; `_v2` and `_v3` are not in that family,
-so `fusion()` runs the same shape checks for them, and for all three what the FA family does
-not check: dtypes (fp32 too, one dtype for q/k/v), head dim <= 768, keep_prob, atten_mask dtype,
-TND length counts, sparse_mode per layout, the pre/next token window per sparse mode, pse and
-dropout_mask.
+fused_infer_attention_score (layout, heads, key/value shapes, compressed masks, TND lengths) are
+registered for npu_fusion_attention in families/fa/contracts.py; `_v2` and `_v3` are not in
+that family, so the fusion contracts run the same shape checks for them, and for all three
+what the FA family does not check: dtypes (fp32 too, one dtype for q/k/v), head dim <= 768,
+keep_prob, atten_mask dtype and exact forms, sparse_mode per layout, the pre/next token window
+per sparse_mode, prefix lists, pse, dropout_mask and TND length counts.
 
-One contract, `fusion()`, derives the sizes once (`_dims`, as Analyze3DimLayout /
-Analyze4DimLayout do) and stops at the first finding."""
+Two contracts: `fusion_shapes` reads shapes, dtypes and scalars only (pure: its verdict is
+cached per call signature), `fusion_values` what needs a list's entries (TND lengths, prefix).
+Both derive the sizes as Analyze3DimLayout / Analyze4DimLayout do (`_dims`) and stop at the
+first error."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -25,7 +27,7 @@ F = FACTS.table("fusion")
 SPARSE, PSE = F["sparse"], F["pse"]
 OPS = tuple(FACTS.family("fusion_attention"))
 FA_SEES = frozenset(FACTS.family("fa_layout"))  # the FA family already checks shapes for these
-LAYOUTS = dict(F["layouts"])
+LAYOUTS = dict(FACTS.table("fa_contracts")["fusion"]["layouts"])  # shared with the FA family
 DTYPES = _dtypes(F["dtypes"])
 MASK_DTYPES = _dtypes(F["mask_dtypes"])
 DROP_DTYPE = getattr(torch, F["drop_mask_dtype"])
@@ -52,10 +54,12 @@ def _per_request(ends: Optional[List[int]]) -> Optional[List[int]]:
     return [ends[0]] + [max(0, b - a) for a, b in zip(ends, ends[1:])] if ends else []
 
 
-def _dims(call: Call, q, k, v, layout: str, checked: bool) -> Optional[Dims]:
+def _dims(call: Call, q, k, v, layout: str, checked: bool, quiet: bool = False) -> Optional[Dims]:
     """The sizes, or None after a finding (or, for a call the FA family checks, silently: it
-    reports the broken shape itself). GEN Analyze3DimLayout l.1133-1262, Analyze4DimLayout
-    l.1265-1313, AnalyzeLayout l.1080-1101; API AnalysisAxis l.172-217."""
+    reports the broken shape itself; `quiet`: never reports). GEN Analyze3DimLayout
+    l.1133-1262, Analyze4DimLayout l.1265-1313, AnalyzeLayout l.1080-1101; API AnalysisAxis
+    l.172-217."""
+    checked = checked or quiet
     name = "head_num"
     rank = LAYOUTS.get(layout)
     if rank is None:
@@ -128,8 +132,9 @@ def _dims(call: Call, q, k, v, layout: str, checked: bool) -> Optional[Dims]:
                       REJECTS + " (aclnn AnalysisAxis: only support kD >= vD)")
             return None
     if not 0 < dims.d <= F["head_dim_max"]:
-        call.fail("KV113", "query", f"a head dim in 1..{F['head_dim_max']}", f"{dims.d} in {shape_of(q)}",
-                  REJECTS + " (aclnn AnalysisInput: Head dim must <= 768)")
+        if not quiet:
+            call.fail("KV116", "query", f"a head dim in (0, {F['head_dim_max']}]", f"{dims.d} in {shape_of(q)}",
+                      REJECTS + " (AnalyzeLayout, aclnn AnalysisInput: Head dim must <= 768)")
         return None
     return dims
 
@@ -193,8 +198,8 @@ def _tnd_lengths(call: Call, dims: Dims, q, k, checked: bool) -> bool:
 
 
 def _mask_form(call: Call, dims: Dims, m, sparse: int, checked: bool) -> bool:
-    """mask dtype (GEN l.1526-1530), sparse_mode per layout (SparseModeProcess l.768,
-    VarLenSparseModeProcess l.4098), compressed shapes (l.1565-1578)."""
+    """mask dtype (GEN l.1500-1504), sparse_mode per layout (SparseModeProcess l.768,
+    VarLenSparseModeProcess l.4098), compressed shapes (l.1564-1577): shapes only."""
     if m.dtype not in MASK_DTYPES and not any(f.code == "KV205" for f in call.findings):
         call.fail("KV205", "atten_mask", " or ".join(F["mask_dtypes"]), dtype_name(m.dtype),
                   REJECTS + " (AnalyzeOptionalInput: only support bool or uint8)")
@@ -206,15 +211,17 @@ def _mask_form(call: Call, dims: Dims, m, sparse: int, checked: bool) -> bool:
                   REJECTS + (" (VarLenSparseModeProcess: 'Var len not support sparse mode')" if dims.tnd
                              else " (SparseModeProcess: 'Not support sparse mode')"))
         return False
-    if not _mask_shape(call, dims, m, sparse):
-        return False
     if sparse == SPARSE["prefix_compress_mode"]:
         expected = tuple(SPARSE["prefix_compress_shape"])
     elif sparse in COMPRESSED and (not checked or sparse not in (2, 3, 4)):
         expected = tuple(SPARSE["compressed_shape"])  # the FA family checks 2/3/4 for npu_fusion_attention
     else:
         return True
-    if m.dim() < 2 or tuple(int(s) for s in m.shape[-2:]) != expected:
+    if m.dim() not in (2, 4):
+        call.fail("KV206", "atten_mask", f"a 2-D or 4-D mask, last two dims {expected} for sparse_mode={sparse}",
+                  f"{m.dim()}-D {shape_of(m)}", REJECTS + " (AnalyzeOptionalInput: atten mask dim should be 2 or 4)")
+        return False
+    if tuple(int(s) for s in m.shape[-2:]) != expected:
         call.fail("KV206", "atten_mask", f"last two dims {expected} for sparse_mode={sparse} (the compressed mask)",
                   shape_of(m), REJECTS + " (AnalyzeOptionalInput: atten_mask compression)")
         return False
@@ -222,39 +229,47 @@ def _mask_form(call: Call, dims: Dims, m, sparse: int, checked: bool) -> bool:
 
 
 def _mask_shape(call: Call, dims: Dims, m, sparse: int) -> bool:
-    """The mask forms the tiling classifies (GEN AnalyzeOptionalInput l.1533-1563): 4-D
+    """The mask forms the tiling classifies (GEN AnalyzeOptionalInput l.1511-1560): 4-D
     (1, 1, S1, S2), (B, 1, S1, S2) or (B, N1, S1, S2) exactly, in every mode; 2-D (S1, S2) (TND:
     (max S1, max S2) or (sum S1, sum S2)), or any 2-D with a compressed mode (its size is checked
-    next); no other rank. Reported once: not when the FA family already reported the mask."""
+    next); no other rank (KV206 for a compressed mode, else KV211). Reported once: not when the
+    FA family already reported the mask. TND sizes come from the lengths (fusion_values)."""
     if any(f.argument == "atten_mask" for f in call.findings):
         return False
-    if dims.tnd and dims.q_lens is None:
-        return True  # lengths not readable: sizes unknown
     ms = tuple(int(s) for s in m.shape)
     b, n1, s1, s2 = dims.b, dims.n1, dims.s1, dims.s2
-    if (sparse == SPARSE["prefix_mode"] and not dims.tnd and b != 1 and ms not in ((b, 1, s1, s2), (b, n1, s1, s2))
-            and call.get("prefix") is not None and _prefix_problem(call, dims) is None):
-        call.fail("KV211", "atten_mask", f"({b}, 1, {s1}, {s2}) or ({b}, {n1}, {s1}, {s2}) for sparse_mode=5 with a "
-                  "prefix list (one mask per request)", shape_of(m),
-                  REJECTS + " (SparseModeProcess: 'Prefix mode get invalid atten_mask shape')")
-        return False
+    compressed = sparse in COMPRESSED or sparse == SPARSE["prefix_compress_mode"]
+    code = "KV206" if compressed else "KV211"
     if m.dim() == 4:
         if ms in ((1, 1, s1, s2), (b, 1, s1, s2), (b, n1, s1, s2)):
             return True
-        forms = f"(1, 1, {s1}, {s2}), ({b}, 1, {s1}, {s2}) or ({b}, {n1}, {s1}, {s2})"
-        if sparse in COMPRESSED or sparse == SPARSE["prefix_compress_mode"]:
+        forms = f"exactly (1, 1, {s1}, {s2}), ({b}, 1, {s1}, {s2}) or ({b}, {n1}, {s1}, {s2})"
+        if compressed:
             forms += " (a compressed mask is 2-D)"
     elif m.dim() == 2:
-        if ms == (s1, s2) or sparse in COMPRESSED or sparse == SPARSE["prefix_compress_mode"]:
+        if ms == (s1, s2) or compressed:
             return True
         if dims.tnd and ms == (sum(dims.q_lens), sum(dims.kv_lens)):
             return True
-        forms = f"({s1}, {s2})" + (f" (max S1, max S2) or ({sum(dims.q_lens)}, {sum(dims.kv_lens)}) (sum S1, sum S2)"
-                                   if dims.tnd else "")
+        forms = f"exactly ({s1}, {s2})" + (
+            f" (max S1, max S2) or ({sum(dims.q_lens)}, {sum(dims.kv_lens)}) (sum S1, sum S2)" if dims.tnd else "")
     else:
         forms = "a 2-D or 4-D mask"
-    call.fail("KV211", "atten_mask", f"{forms} for sparse_mode={sparse} (input_layout {dims.layout!r})", shape_of(m),
+    call.fail(code, "atten_mask", f"{forms} for sparse_mode={sparse} (input_layout {dims.layout!r})", shape_of(m),
               REJECTS + " (AnalyzeOptionalInput: get unsupported atten_mask shape)")
+    return False
+
+
+def _prefix_mask(call: Call, dims: Dims, m, sparse: int) -> bool:
+    """sparse_mode 5 with a valid prefix list and B > 1 takes a (B, 1|N1, S1, S2) mask
+    (GEN SparseModeProcess l.785-790)."""
+    b, n1, s1, s2 = dims.b, dims.n1, dims.s1, dims.s2
+    if (sparse != SPARSE["prefix_mode"] or dims.tnd or b == 1 or call.get("prefix") is None
+            or tuple(int(s) for s in m.shape) in ((b, 1, s1, s2), (b, n1, s1, s2)) or _prefix_problem(call, dims)):
+        return True
+    call.fail("KV211", "atten_mask", f"({b}, 1, {s1}, {s2}) or ({b}, {n1}, {s1}, {s2}) for sparse_mode=5 with a "
+              "prefix list (one mask per request)", shape_of(m),
+              REJECTS + " (SparseModeProcess: 'Prefix mode get invalid atten_mask shape')")
     return False
 
 
@@ -342,7 +357,7 @@ def _window(call: Call, dims: Dims, sparse: int) -> Optional[str]:
         last = kl[band]
         if pre < last or nxt > 0:
             return f"pre_tokens >= the last request's S2 ({last}) and next_tokens <= 0 for sparse_mode 7"
-        for i, (a, b) in enumerate(pairs):
+        for a, b in pairs:
             if a > b:
                 return f"a request with S1={a} > S2={b} (sparse_mode 7)"
         if ql[band] and kl[band] and ql[band] - nxt > kl[band]:
@@ -403,7 +418,7 @@ def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
 
 
 def _drop_mask(call: Call, dims: Dims, keep_prob: float) -> Optional[tuple]:
-    """GEN AnalyzeOptionalInput l.1587-1613: uint8, one bit per score. Checked only with
+    """GEN AnalyzeOptionalInput l.1581-1611: uint8, one bit per score. Checked only with
     keep_prob < 1, where the mask is certainly applied."""
     drop = call.get("dropout_mask")
     if not isinstance(drop, _Tensor) or keep_prob >= 1.0:
@@ -426,50 +441,92 @@ def _drop_mask(call: Call, dims: Dims, keep_prob: float) -> Optional[tuple]:
     return None
 
 
-@contract(*OPS)
-def fusion(call: Call) -> None:
+def _sized(call: Call, quiet: bool):
+    """(dims, query, mask, sparse_mode) of a call with three tensors and a usable shape, else None."""
     args = call.args
     q, k, v = args.get("query"), args.get("key"), args.get("value")
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
-        return
-    checked = call.name in FA_SEES
+        return None
     layout = args.get("input_layout")
     if isinstance(layout, str):
         layout = layout.upper()  # op-plugin and the infershape upper-case it
-    dims = _dims(call, q, k, v, layout, checked)
-    if dims is None or not _dtypes_ok(call, q, k, v):
-        return
-    keep = args.get("keep_prob", 1.0)
-    if keep is not None and not 0.0 < float(keep) <= F["keep_prob_max"]:
-        call.fail("KV116", "keep_prob", "in (0, 1] (the probability to keep a score)", repr(keep),
-                  REJECTS + " (AnalyzeAttrs: keepProb value must be in range of (0, 1])")
-        return
-    if dims.tnd and not _tnd_lengths(call, dims, q, k, checked):
-        return
+    dims = _dims(call, q, k, v, layout, call.name in FA_SEES, quiet)
+    if dims is None:
+        return None
     m = args.get("atten_mask")
-    sparse = int(args.get("sparse_mode") or 0)
-    if isinstance(m, _Tensor):
-        if not _mask_form(call, dims, m, sparse, checked):
-            return
-        problem = _prefix_problem(call, dims) if sparse == SPARSE["prefix_compress_mode"] else None
-        if problem:
-            call.fail("KV117", "prefix", "one prefix N per request, within [max(S2 - S1, 0), S2], for sparse_mode 6",
-                      repr(call.get("prefix")), f"{REJECTS} (GetPrefixNList: {problem})")
-            return
-        problem = _window(call, dims, sparse)
-        if problem:
-            roles = ROLES[call.name]
-            pre, nxt = roles.keyword("pre_tokens"), roles.keyword("next_tokens")
-            call.fail("KV117", pre, f"a {pre}/{nxt} window that leaves every query row a key to attend to "
-                      f"(sparse_mode={sparse})", f"{pre}={call.get(pre)}, {nxt}={call.get(nxt)}: {problem}",
-                      REJECTS + " (sparse band check: 'there is no valid data block' / 'has invalid row')")
-            return
+    return dims, q, k, m if isinstance(m, _Tensor) else None, int(args.get("sparse_mode") or 0)
+
+
+def _report_window(call: Call, dims: Dims, sparse: int) -> bool:
+    problem = _window(call, dims, sparse)
+    if problem:
+        roles = ROLES[call.name]
+        pre, nxt = roles.keyword("pre_tokens"), roles.keyword("next_tokens")
+        call.fail("KV117", pre, f"a {pre}/{nxt} window that leaves every query row a key to attend to "
+                  f"(sparse_mode={sparse})", f"{pre}={call.get(pre)}, {nxt}={call.get(nxt)}: {problem}",
+                  REJECTS + " (sparse band check: 'there is no valid data block' / 'has invalid row')")
+    return not problem
+
+
+def _optional_inputs(call: Call, dims: Dims, q) -> None:
     bad = _pse(call, dims, q)
     if bad:
         arg, expected, given, why = bad
         call.fail("KV116", arg, expected, given, f"{REJECTS} ({why})")
         return
+    keep = call.args.get("keep_prob", 1.0)
     bad = _drop_mask(call, dims, float(keep if keep is not None else 1.0))
     if bad:
         expected, given, why = bad
         call.fail("KV116", "dropout_mask", expected, given, f"{REJECTS} ({why})")
+
+
+@contract(*OPS, pure=True)
+def fusion_shapes(call: Call) -> None:
+    """Shapes, dtypes and scalars: everything outside TND but the prefix list; in TND what
+    needs no length."""
+    sized = _sized(call, quiet=False)
+    if sized is None:
+        return
+    dims, q, k, m, sparse = sized
+    if not _dtypes_ok(call, q, k, call.args["value"]):
+        return
+    keep = call.args.get("keep_prob", 1.0)
+    if keep is not None and not 0.0 < float(keep) <= F["keep_prob_max"]:
+        call.fail("KV116", "keep_prob", "in (0, 1] (the probability of keeping an element)", repr(keep),
+                  REJECTS + " (AnalyzeAttrs: keepProb value must be in range of (0, 1])")
+        return
+    if m is not None and not _mask_form(call, dims, m, sparse, call.name in FA_SEES):
+        return
+    if dims.tnd:
+        return  # the rest needs the lengths: fusion_values
+    if m is not None and not (_mask_shape(call, dims, m, sparse) and _report_window(call, dims, sparse)):
+        return
+    _optional_inputs(call, dims, q)
+
+
+@contract(*OPS)
+def fusion_values(call: Call) -> None:
+    """What reads a list's entries: TND lengths (and the mask, window, pse and dropout_mask
+    sizes they give), the prefix list of sparse_mode 5 and 6."""
+    if any(f.severity == "error" for f in call.findings):
+        return  # the call is already stopped
+    sized = _sized(call, quiet=True)
+    if sized is None:
+        return
+    dims, q, k, m, sparse = sized
+    if dims.tnd:
+        if not _tnd_lengths(call, dims, q, k, call.name in FA_SEES) or dims.q_lens is None:
+            return
+        if m is not None and not (_mask_shape(call, dims, m, sparse) and _report_window(call, dims, sparse)):
+            return
+    if m is not None:
+        problem = _prefix_problem(call, dims) if sparse == SPARSE["prefix_compress_mode"] else None
+        if problem:
+            call.fail("KV117", "prefix", "one prefix N per request, within [max(S2 - S1, 0), S2], for sparse_mode 6",
+                      repr(call.get("prefix")), f"{REJECTS} (GetPrefixNList: {problem})")
+            return
+        if not _prefix_mask(call, dims, m, sparse):
+            return
+    if dims.tnd:
+        _optional_inputs(call, dims, q)
