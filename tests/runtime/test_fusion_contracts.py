@@ -120,7 +120,7 @@ FA_FALSE_REJECTS = {
 }
 
 REJECTED = {
-    # AnalyzeAttrs l.1064
+    # AnalyzeAttrs l.1030-1031
     "keep_prob 0": (bnsd(keep_prob=0.0), "KV116", "(0, 1]"),
     "keep_prob 1.5": (bnsd(keep_prob=1.5), "KV116", "keep_prob"),
     # AnalyzeDtype l.977, aclnn InputDtypeCheck l.397
@@ -131,19 +131,19 @@ REJECTED = {
         v2(m(2, 8, 8, 64), m(2, 8, 8, 64, dtype=BF), m(2, 8, 8, 64, dtype=BF), 8, "BNSD"), "KV115", "like the query"),
     # aclnn AnalysisInput l.441
     "head dim 1024": (bnsd(d=1024), "KV116", "(0, 768]"),
-    # AnalyzeOptionalInput l.1526
+    # AnalyzeOptionalInput l.1500-1504
     "int8 atten_mask": (bnsd(atten_mask=m(8, 8, dtype=torch.int8)), "KV205", "bool or uint8"),
     # SparseModeProcess l.768 / VarLenSparseModeProcess l.4098
     "sparse_mode 7 with a mask outside TND": (bsh(sparse_mode=7, atten_mask=compressed()), "KV213", "need TND"),
     "_v2 TND sparse_mode 5 with a mask": (
         tnd(op="npu_fusion_attention_v2", sparse_mode=5, atten_mask=m(8, 8, dtype=B8)), "KV213", "TND"),
-    # AnalyzeOptionalInput l.1565-1578
+    # AnalyzeOptionalInput l.1564-1577
     "_v2 TND sparse_mode 7 with a full mask": (
         tnd(op="npu_fusion_attention_v2", sparse_mode=7, atten_mask=m(5, 5, dtype=B8), pre_tokens=8,
             next_tokens=0), "KV206", "(2048, 2048)"),
     "sparse_mode 6 needs the (3072, 2048) prefix mask": (
         bnsd(sparse_mode=6, atten_mask=compressed(), prefix=[8, 8]), "KV206", "(3072, 2048)"),
-    # AnalyzeOptionalInput l.1533-1563: exact mask forms
+    # AnalyzeOptionalInput l.1511-1560: exact mask forms
     "mask larger than (S1, S2) with sparse_mode 0": (bnsd(atten_mask=m(16, 16, dtype=B8)), "KV211", "(8, 8)"),
     "3-D mask (B, S1, S2)": (bnsd(atten_mask=m(2, 8, 8, dtype=B8)), "KV211", "a 2-D or 4-D mask"),
     "4-D compressed mask with S 8": (bnsd(atten_mask=compressed(1, 1), sparse_mode=3), "KV206", "2-D"),
@@ -208,7 +208,19 @@ REJECTED = {
         "KV116", "slopes"),
     "_v2 pse_type 3 with float16 slopes": (
         v2(m(2, 8, 8, 64), m(2, 8, 8, 64), m(2, 8, 8, 64), 8, "BNSD", pse=m(2, 8), pse_type=3), "KV116", "float32"),
-    # AnalyzeOptionalInput l.1587-1613
+    # SetPseAlibiParams (base l.835-853, l.3305-3330, l.3582-3607, varlen l.3748, l.3780-3785)
+    "_v2 inner pse (pse_type 2) with S1 != S2": (
+        v2(m(2, 8, 4, 64), m(2, 8, 8, 64), m(2, 8, 8, 64), 8, "BNSD", pse=m(2, 8, dtype=F32), pse_type=2), "KV116",
+        "S1 == S2"),
+    "utest:Fa_Pse_Tc_002 (TND, sparse_mode 7, pse_type 2 slopes)": (
+        tnd(op="npu_fusion_attention_v2", q_ends=(1, 16, 32), kv_ends=(1, 16, 32), n=1, n2=1, d=24,
+            pse=m(3, 1, dtype=F32), pse_type=2, atten_mask=compressed(), sparse_mode=7, pre_tokens=65535,
+            next_tokens=0), "KV116", "sparse_mode=7"),
+    "alibi (1024, S2) pse with S1 2048 != S2 4096": (
+        bnsd(s1=2048, s2=4096, pse=m(1, 8, 1024, 4096)), "KV116", "S1 == S2"),
+    "TND alibi (1024, S2) pse with unequal request lengths": (
+        tnd(q_ends=(3, 8), kv_ends=(4, 8), pse=m(1, 8, 1024, 4)), "KV116", "per-request S1 == S2"),
+    # AnalyzeOptionalInput l.1581-1611
     "dropout_mask float with keep_prob 0.9": (
         bnsd(keep_prob=0.9, dropout_mask=m(128, dtype=F32)), "KV116", "uint8"),
     "dropout_mask one byte short": (

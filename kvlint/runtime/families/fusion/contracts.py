@@ -371,9 +371,11 @@ def _window(call: Call, dims: Dims, sparse: int) -> Optional[str]:
     return None
 
 
-def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
+def _pse(call: Call, dims: Dims, q, masked_mode: Optional[int]) -> Optional[tuple]:
     """(argument, expected, given, why) for a pse the operator rejects, or None. GEN AnalyzeAttrs
-    l.1061-1065, AnalyzeOptionalInput l.1414-1488; API InputDtypeCheck l.403-424."""
+    l.1061-1065, AnalyzeOptionalInput l.1414-1488, SetPseAlibiParams (every template: base
+    l.827-856, l.3299-3337, l.3576-3614, varlen l.3738-3795); API InputDtypeCheck l.403-424.
+    `masked_mode`: the sparse_mode when a mask is given (without one the mode takes no effect)."""
     pse = call.get("pse")
     ptype = call.args.get("pse_type", PSE["default_type"])
     if not isinstance(ptype, int):
@@ -391,6 +393,12 @@ def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
         if pse.dtype != PSE_INNER_DTYPE:
             return ("pse", f"{PSE['inner_dtype']} with pse_type={ptype}", dtype_name(pse.dtype),
                     "aclnn InputDtypeCheck: pse type 2 or 3 must be float32")
+        if not dims.tnd and dims.s1 != dims.s2:
+            return ("pse", f"None, or S1 == S2 for pse_type={ptype} (inner alibi slopes)",
+                    f"S1={dims.s1}, S2={dims.s2}", "SetPseAlibiParams: INNER Pse alibi only when s1 and s2 are equal")
+        if dims.tnd and masked_mode == PSE["inner_not_tnd_mode"]:
+            return ("pse", f"None with sparse_mode={masked_mode} and pse_type={ptype} (inner alibi slopes)",
+                    "a tensor", "SetPseAlibiParams: INNER Pse does not support sparse mode 7")
         return None
     if pse.dtype != q.dtype:
         return ("pse", f"{dtype_name(q.dtype)} like the query", dtype_name(pse.dtype),
@@ -404,6 +412,10 @@ def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
         if ps and ps[0] in (per_key, per_score):
             return None
         if len(ps) == 4 and ps[0] in (1, dims.b) and ps[1:] == [n1, rows, dims.s2]:
+            if dims.q_lens != dims.kv_lens:
+                return ("pse", f"per-request S1 == S2 with a ({rows}, S2) alibi pse (TND)",
+                        f"S1 {dims.q_lens}, S2 {dims.kv_lens}",
+                        "SetPseAlibiParams: Pse alibi only when actualSeqQLen and actualSeqKvLen are equal")
             return None
         return ("pse", f"dim 0 = N1 * sum(S2) = {per_key} or N1 * sum(S1*S2) = {per_score}, or "
                 f"(1|{dims.b}, {n1}, {rows}, {dims.s2}) (TND)", shape_of(pse),
@@ -414,6 +426,9 @@ def _pse(call: Call, dims: Dims, q) -> Optional[tuple]:
     if len(ps) != 4 or ps[0] not in (1, b) or ps[1] != n1 or ps[3] != s2 or not (
             ps[2] in (s1, 1) or ps[2] == rows and s1 >= rows):
         return ("pse", forms, shape_of(pse), "AnalyzeOptionalInput: get unsupported pse shape")
+    if ps[2] == rows and s1 > rows and s1 != s2:
+        return ("pse", f"S1 == S2 with a ({rows}, S2) alibi pse and S1 > {rows}", f"S1={s1}, S2={s2}",
+                "SetPseAlibiParams: Pse alibi only support same S1 S2 when S1 larger than 1024")
     return None
 
 
@@ -468,8 +483,8 @@ def _report_window(call: Call, dims: Dims, sparse: int) -> bool:
     return not problem
 
 
-def _optional_inputs(call: Call, dims: Dims, q) -> None:
-    bad = _pse(call, dims, q)
+def _optional_inputs(call: Call, dims: Dims, q, m, sparse: int) -> None:
+    bad = _pse(call, dims, q, sparse if m is not None else None)
     if bad:
         arg, expected, given, why = bad
         call.fail("KV116", arg, expected, given, f"{REJECTS} ({why})")
@@ -502,7 +517,7 @@ def fusion_shapes(call: Call) -> None:
         return  # the rest needs the lengths: fusion_values
     if m is not None and not (_mask_shape(call, dims, m, sparse) and _report_window(call, dims, sparse)):
         return
-    _optional_inputs(call, dims, q)
+    _optional_inputs(call, dims, q, m, sparse)
 
 
 @contract(*OPS)
@@ -529,4 +544,4 @@ def fusion_values(call: Call) -> None:
         if not _prefix_mask(call, dims, m, sparse):
             return
     if dims.tnd:
-        _optional_inputs(call, dims, q)
+        _optional_inputs(call, dims, q, m, sparse)
