@@ -50,6 +50,14 @@ def tnd(op="npu_fusion_attention", q_ends=(3, 8), kv_ends=(3, 8), n=8, n2=2, d=6
                   **kw)
 
 
+def rope(dtype=BF, **kw):
+    """A valid npu_fusion_attention_v2 TND call with query_rope/key_rope (bf16, a mask)."""
+    args = dict(query_rope=m(8, 8, 64, dtype=BF), key_rope=m(8, 2, 64, dtype=BF), atten_mask=compressed(),
+                sparse_mode=3)
+    args.update(kw)
+    return tnd(op="npu_fusion_attention_v2", dtype=dtype, d=128, **args)
+
+
 def compressed(*lead):
     return m(*lead, 2048, 2048, dtype=B8)
 
@@ -103,6 +111,7 @@ ACCEPTED = {
         sparse_mode=5, atten_mask=m(2, 1, 8, 8, dtype=B8), prefix=[8, 4]),
     "sparse_mode 5 with an out-of-range prefix falls back to the full mask": bnsd(
         sparse_mode=5, atten_mask=m(8, 8, dtype=B8), prefix=[8, 99]),
+    "_v2 TND bf16 with query_rope/key_rope and a mask": rope(),
     "_v3 TND with host length tensors": tnd(
         op="npu_fusion_attention_v3", actual_seq_qlen=torch.tensor([3, 8]), actual_seq_kvlen=torch.tensor([3, 8])),
 }
@@ -220,6 +229,22 @@ REJECTED = {
         bnsd(s1=2048, s2=4096, pse=m(1, 8, 1024, 4096)), "KV116", "S1 == S2"),
     "TND alibi (1024, S2) pse with unequal request lengths": (
         tnd(q_ends=(3, 8), kv_ends=(4, 8), pse=m(1, 8, 1024, 4)), "KV116", "per-request S1 == S2"),
+    # aclnn isSupportMultiInput l.710-768 (npu_fusion_attention_v2 with rope)
+    "_v2 query_rope without key_rope": (
+        rope(key_rope=None), "KV116", "passed together with query_rope"),
+    "_v2 rope outside TND": (
+        v2(m(2, 5, 8, 128, dtype=BF), m(2, 7, 2, 128, dtype=BF), m(2, 7, 2, 128, dtype=BF), 8, "BSND",
+           query_rope=m(2, 5, 8, 64, dtype=BF), key_rope=m(2, 7, 2, 64, dtype=BF), atten_mask=m(5, 7, dtype=B8)),
+        "KV116", "outside input_layout 'TND'"),
+    "_v2 rope wider than the query's head dim": (
+        rope(query_rope=m(8, 8, 192, dtype=BF)), "KV116", "Dr <= the query's head dim 128"),
+    "_v2 rope with float16": (
+        rope(dtype=H, query_rope=m(8, 8, 64), key_rope=m(8, 2, 64)), "KV116", "bfloat16"),
+    "_v2 rope without a mask": (rope(atten_mask=None, sparse_mode=0), "KV116", "a mask"),
+    "_v2 rope with sparse_mode 6": (
+        rope(sparse_mode=6, atten_mask=m(3072, 2048, dtype=B8), prefix=[3, 5]), "KV116", "not 6"),
+    "_v2 rope with a pse": (rope(pse=m(64, 8, dtype=BF)), "KV116", "pse"),
+    "_v2 rope with keep_prob 0.9": (rope(keep_prob=0.9), "KV116", "1 with query_rope"),
     # AnalyzeOptionalInput l.1581-1611
     "dropout_mask float with keep_prob 0.9": (
         bnsd(keep_prob=0.9, dropout_mask=m(128, dtype=F32)), "KV116", "uint8"),

@@ -24,7 +24,7 @@ from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
 F = FACTS.table("fusion")
-SPARSE, PSE = F["sparse"], F["pse"]
+SPARSE, PSE, ROPE = F["sparse"], F["pse"], F["rope"]
 OPS = tuple(FACTS.family("fusion_attention"))
 FA_SEES = frozenset(FACTS.family("fa_layout"))  # the FA family already checks shapes for these
 LAYOUTS = dict(FACTS.table("fa_contracts")["fusion"]["layouts"])  # shared with the FA family
@@ -32,6 +32,7 @@ DTYPES = _dtypes(F["dtypes"])
 MASK_DTYPES = _dtypes(F["mask_dtypes"])
 DROP_DTYPE = getattr(torch, F["drop_mask_dtype"])
 PSE_INNER_DTYPE = getattr(torch, PSE["inner_dtype"])
+ROPE_DTYPE = getattr(torch, ROPE["dtype"])
 MODES_NOT_TND, MODES_TND = frozenset(SPARSE["modes_not_tnd"]), frozenset(SPARSE["modes_tnd"])
 COMPRESSED = frozenset(SPARSE["compressed_modes"])
 ROLES = {name: FACTS.operator(name) for name in OPS}
@@ -496,6 +497,45 @@ def _optional_inputs(call: Call, dims: Dims, q, m, sparse: int) -> None:
         call.fail("KV116", "dropout_mask", expected, given, f"{REJECTS} ({why})")
 
 
+def _rope(call: Call, dims: Dims, q, k, v, m, sparse: int) -> Optional[tuple]:
+    """(argument, expected, given, why) for query_rope/key_rope (`_v2`) the operator rejects, or
+    None. API aclnnFlashAttentionVarLenScoreV3GetWorkspaceSize l.1125-1130 (TND only) and
+    isSupportMultiInput l.710-768."""
+    args = call.args
+    qr, kr = args.get("query_rope"), args.get("key_rope")
+    if qr is None and kr is None:
+        return None
+    if (qr is None) != (kr is None):
+        given, missing = ("query_rope", "key_rope") if qr is not None else ("key_rope", "query_rope")
+        return (missing, f"a tensor, passed together with {given}", "None", "isSupportMultiInput: rope pair")
+    if not (isinstance(qr, _Tensor) and isinstance(kr, _Tensor)):
+        return None
+    if not dims.tnd:
+        return ("query_rope", "None outside input_layout 'TND' (rope is supported for TND only)",
+                f"a tensor with input_layout {dims.layout!r}", "isSupportMultiInput: only support rope for layout TND")
+    for name, t in (("query_rope", qr), ("key_rope", kr)):
+        if t.dim() != 3 or int(t.shape[2]) > dims.d:
+            return (name, f"(T, N, Dr) with Dr <= the query's head dim {dims.d}", shape_of(t),
+                    "isSupportMultiInput: rope head dim larger than the query's")
+    for name, t in (("query", q), ("key", k), ("value", v), ("query_rope", qr), ("key_rope", kr)):
+        if t.dtype != ROPE_DTYPE:
+            return (name, f"{ROPE['dtype']} with query_rope/key_rope", dtype_name(t.dtype),
+                    "isSupportMultiInput: query, key, value and ropes must be BFloat16")
+    if sparse == SPARSE["prefix_compress_mode"]:
+        return ("sparse_mode", f"not {sparse} with query_rope/key_rope", str(sparse),
+                "isSupportMultiInput: rope not supported with sparse_mode 6")
+    if m is None:
+        return ("atten_mask", "a mask with query_rope/key_rope", "None",
+                "isSupportMultiInput: only support rope when attentionMask is given")
+    if isinstance(args.get("pse"), _Tensor):
+        return ("pse", "None with query_rope/key_rope", "a tensor", "isSupportMultiInput: rope needs pseShift None")
+    keep = args.get("keep_prob", 1.0)
+    if keep is not None and float(keep) < 1.0:
+        return ("keep_prob", "1 with query_rope/key_rope (no dropout)", repr(keep),
+                "isSupportMultiInput: rope needs keepProb = 1")
+    return None
+
+
 @contract(*OPS, pure=True)
 def fusion_shapes(call: Call) -> None:
     """Shapes, dtypes and scalars: everything outside TND but the prefix list; in TND what
@@ -510,6 +550,11 @@ def fusion_shapes(call: Call) -> None:
     if keep is not None and not 0.0 < float(keep) <= F["keep_prob_max"]:
         call.fail("KV116", "keep_prob", "in (0, 1] (the probability of keeping an element)", repr(keep),
                   REJECTS + " (AnalyzeAttrs: keepProb value must be in range of (0, 1])")
+        return
+    bad = _rope(call, dims, q, k, call.args["value"], m, sparse)
+    if bad:
+        arg, expected, given, why = bad
+        call.fail("KV116", arg, expected, given, f"{REJECTS} ({why})")
         return
     if m is not None and not _mask_form(call, dims, m, sparse, call.name in FA_SEES):
         return
