@@ -36,7 +36,7 @@ class CausalModeWithoutMask(Rule):
         if self._mode_follows_mask(oc, ctx):
             return
         shown = "/".join(map(str, modes))
-        mask = spelling(oc.name, "mask")
+        mask = spelling(oc.name, "mask") or "atten_mask"
         how = f"`{mask}` is None" if view.mask_passed else f"no `{mask}` is passed"
         if ignores:
             pre, nxt = spelling(oc.name, "pre_tokens"), spelling(oc.name, "next_tokens")

@@ -3,7 +3,7 @@ from kvlint.analysis.context import DECODE, PREFILL
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.sparse import bidirectional_branch, bounded, branch_views, sparse_view, token_window_values
+from kvlint.helpers.sparse import bidirectional_branches, bounded, branch_views, sparse_view, token_window_values
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask
@@ -45,10 +45,11 @@ class PrefillWithoutCausalMask(Rule):
     def _per_branch(self, oc, ctx: FileContext, view):
         """Modes set per branch: a branch off the decode path with sparse_mode 0 and no mask
         drops the band's window that reaches the call (helpers/sparse.py
-        bidirectional_branch; on the decode path it is KV233's)."""
-        b = bidirectional_branch(oc, ctx, view, branch_views(oc, ctx))
-        if b is None:
+        bidirectional_branches; on the decode path it is KV233's)."""
+        found = bidirectional_branches(oc, ctx, view, branch_views(oc, ctx))
+        if not found:
             return
+        b = found[0]
         window = token_window_values(oc, ctx, "pre_tokens")
         name = FACTS.keyword(oc.name, "pre_tokens")
         where = f" (the branch of line {b.mode_value.lineno})" if b.mode_value is not None else ""

@@ -7,8 +7,15 @@ from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.sparse import (applies_window, bidirectional_branch, branch_views, ignores_window,
-                                   mode_follows_window, sparse_view, token_window_values)
+from kvlint.helpers.sparse import (
+    applies_window,
+    bidirectional_branches,
+    branch_views,
+    ignores_window,
+    mode_follows_window,
+    sparse_view,
+    token_window_values,
+)
 from kvlint.helpers.windows import carries_window
 
 FACTS = load_facts()
@@ -25,16 +32,21 @@ class BandDroppedOnBranch(Rule):
     operators = FACTS.family("window_readers")
 
     def check_call(self, oc, ctx: FileContext):
+        if oc.variant == "workspace":
+            return  # the workspace size does not depend on the window: the real call is reported
         view = sparse_view(oc, ctx)
         if not view.complete and not view.mask_passed:
             return  # an unresolved **kwargs may carry the mask
         views = branch_views(oc, ctx)
-        if not views or bidirectional_branch(oc, ctx, view, views) is not None:
-            return  # off the decode path KV203 reports the same branch
+        if not views:
+            return
+        kv203 = bidirectional_branches(oc, ctx, view, views)  # off the decode path: KV203's
         for dropped in views:
+            if any(dropped is b for b in kv203):
+                continue
             # SINGLE_QUERY_BRANCH: under `max_query_len == 1` (and the like) the operator
             # ignores pre/next_tokens anyway (Q_S = 1): the shortcut is exact there
-            if not ignores_window(dropped) or dropped.single_query:
+            if not ignores_window(dropped) or dropped.single_query or dropped.pre_value is None:
                 continue
             if not carries_window(dropped.pre_value, oc.call, ctx):
                 continue  # a bounded length, not a sliding window (KV203's when it matters)

@@ -33,46 +33,24 @@ def is_loud(finding) -> bool:
     return finding.severity == "error" and finding.code in loud_codes(finding.op)
 
 
-_contracts: dict = {}   # qualified operator name -> its stateless contracts, resolved once
-
-
-def _stateless_contracts(op) -> list:
-    """The operator's contracts minus the ones that keep state across calls (KV401: the
-    guard's job). The registry's own list, in its order."""
-    found = _contracts.get(op.qualified)
-    if found is None:
-        try:
-            from kvlint.runtime.registry import STATEFUL_MODULES, contracts_for
-        except ImportError:  # before the per-family layout
-            from kvlint.runtime.contracts import contracts_for
-
-            STATEFUL_MODULES = frozenset({"kvlen"})
-        found = _contracts[op.qualified] = [
-            c for c in contracts_for(op)
-            if not any(c.__module__.endswith("." + m) for m in STATEFUL_MODULES)]
-    return found
-
-
-def _base_name(name: str) -> str:
-    if name.startswith("_") and name.endswith("_get_max_workspace"):
-        return name[1:-len("_get_max_workspace")]
-    return name
+def _ignore(contract, call, exc) -> None:
+    """A contract that crashes rejects nothing and says nothing here (the guard, when on,
+    reports it)."""
 
 
 def findings(op, given) -> list:
-    """The contracts' findings for one call, meta checks. `given`: the arguments the caller
-    passed (the dispatcher drops keywords equal to their default). A contract that crashes
-    rejects nothing and says nothing here (the guard, when on, reports it)."""
-    from kvlint.runtime.call import Call
+    """The contracts' findings for one call, meta checks, without the ones that keep state
+    across calls (KV401: the guard's job); shape verdicts are shared with the guard's cache.
+    `given`: the arguments the caller passed (the dispatcher drops keywords equal to their
+    default)."""
+    from kvlint.runtime.call import Call  # imported here: kvlint.emulate loads without the guard
+    from kvlint.runtime.registry import base_name, plan_named, run, signature
 
     bound = {p.name: p.default for p in op.params if not p.required}
     bound.update(given)
-    call = Call(op, _base_name(op.name), bound, dict(given), (), 0, False)
-    for contract in _stateless_contracts(op):
-        try:
-            contract(call)
-        except Exception:  # noqa: BLE001
-            continue
+    kwargs = dict(given)
+    call = Call(op, base_name(op.name), bound, kwargs, (), 0, False)
+    run(plan_named(op.name, stateful=False), call, _ignore, signature((), kwargs))
     return call.findings
 
 

@@ -1,4 +1,10 @@
-"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be."""
+"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be,
+on the whole and branch by branch.
+
+Named heuristic (documented in rules/codes/KV203.toml and KV233.toml):
+- MODE_FOLLOWS_WINDOW: a branch without the band is the no-window side of a condition that
+  reads the window or a window flag (`mode_follows_window`).
+"""
 from __future__ import annotations
 
 import ast
@@ -170,10 +176,11 @@ def _outermost(names) -> Set[str]:
 def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
                         applied: BranchView) -> bool:
     """MODE_FOLLOWS_WINDOW: the branch dropping the window and the branch applying it are the
-    two sides of a condition that reads the window itself (`sparse_mode=4 if
-    layer.sliding_window_size != -1 else 0`, also through a local flag or a predicate
-    method): sparse_mode 0 is taken where the layer has no window, so nothing is dropped."""
-    from kvlint.helpers.windows import guard_mentions, mentioned, window_leaves
+    two sides of a condition that reads the window itself or a window flag (`sparse_mode=4
+    if layer.sliding_window_size != -1 else 0`, `if self.use_sliding_window:`, also through a
+    local flag or a predicate method; WINDOW_NAME for the flag): sparse_mode 0 is taken
+    where the layer has no window, so nothing is dropped."""
+    from kvlint.helpers.windows import WINDOW_WORD, guard_mentions, mentioned, window_leaves
 
     if dropped.pre_value is None:
         return False
@@ -181,31 +188,32 @@ def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
     for leaf in window_leaves(dropped.pre_value, oc.call, ctx):
         names.update(mentioned(leaf.expr))
     names = _outermost(names)
-    return any(key in applied.arms and applied.arms[key][1] != side
-               and names & _outermost(guard_mentions(test, ctx))
+
+    def about_window(test: ast.expr) -> bool:
+        read = _outermost(guard_mentions(test, ctx))
+        return bool(names & read) or any(WINDOW_WORD in n.rsplit(".", 1)[-1].lower() for n in read)
+
+    return any(key in applied.arms and applied.arms[key][1] != side and about_window(test)
                for key, (test, side) in dropped.arms.items())
 
 
-def bidirectional_branch(oc: OperatorCall, ctx: FileContext, view: SparseView,
-                         views: Optional[List[BranchView]]) -> Optional[BranchView]:
-    """The branch KV203 reports: off the decode path, sparse_mode 0 without a mask drops a
-    band's window, the very `pre_tokens` leaf a sparse_mode 4 branch passes (`if c: mask,
-    mode = None, 0 else: mask, mode = m, 4`). Only for calls whose sparse_mode is 0 on some
-    branches and another literal on others. (`next_tokens=0` there is only the band's other
-    edge: a non-causal branch ignoring it loses nothing it asked for.)"""
+def bidirectional_branches(oc: OperatorCall, ctx: FileContext, view: SparseView,
+                           views: Optional[List[BranchView]]) -> List[BranchView]:
+    """The branches KV203 reports (the first of them): off the decode path, sparse_mode 0
+    without a mask drops a band's window, the very `pre_tokens` leaf a sparse_mode 4 branch
+    passes (`if c: mask, mode = None, 0 else: mask, mode = m, 4`). Only for calls whose
+    sparse_mode is 0 on some branches and another literal on others. (`next_tokens=0` there
+    is only the band's other edge: a non-causal branch ignoring it loses nothing it asked
+    for.)"""
     if not (view.modes_known and FACTS.fa.sparse.default_mask in view.modes
             and view.modes != {FACTS.fa.sparse.default_mask}):
-        return None
+        return []
     if not view.complete and not view.mask_passed:
-        return None
+        return []
     from kvlint.analysis.context import DECODE
 
     if views is None or ctx.context.phase(oc.call) == DECODE:
-        return None
+        return []
     bands = [b for b in views if b.mode in FACTS.fa.sparse.band and b.pre_value is not None]
-    for b in views:
-        if b.phase != DECODE and ignores_window(b) and \
-                any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands):
-            return b
-    return None
-
+    return [b for b in views if b.phase != DECODE and ignores_window(b) and
+            any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands)]

@@ -1,7 +1,7 @@
-"""Shared by the sliding-window rules (KV230-KV232): where a call's `pre_tokens` value comes
+"""Shared by the sliding-window rules (KV230-KV233): where a call's `pre_tokens` value comes
 from, and which names hold a window.
 
-Named heuristics (documented in rules/codes/KV230.toml .. KV232.toml):
+Named heuristics (documented in rules/codes/KV230.toml .. KV233.toml):
 - HF_SLIDING_WINDOW: a value named exactly `sliding_window` (an attribute, a parameter, a
   `getattr(config, "sliding_window")`) holds Hugging Face's count, which includes the
   current token. `sliding_window_size`, `window_size`, `window_left` and the like follow

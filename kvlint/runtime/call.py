@@ -65,7 +65,8 @@ class Call:
     __slots__ = ("op", "name", "args", "kwargs", "positional", "npos", "full", "findings", "view", "tracing",
                  "_frame")
 
-    def __init__(self, op, name: str, args: Dict[str, Any], kwargs, positional, npos: int, full: bool):
+    def __init__(self, op, name: str, args: Dict[str, Any], kwargs, positional, npos: int, full: bool,
+                 tracing: bool = False):
         self.op = op          # catalog Operator
         self.name = name      # base operator name, e.g. npu_fused_infer_attention_score
         self.args = args
@@ -75,7 +76,7 @@ class Call:
         self.full = full
         self.findings: List[Violation] = []
         self.view = None
-        self.tracing = False  # arguments are meta stand-ins of traced tensors (kvlint.runtime.tracing)
+        self.tracing = tracing  # arguments are meta stand-ins of traced tensors (kvlint.runtime.tracing)
         self._frame = False
 
     def get(self, name: Optional[str], default=None):

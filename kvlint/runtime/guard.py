@@ -32,7 +32,7 @@ from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Violation
 from kvlint.runtime.registry import base_name as _base_name
-from kvlint.runtime.registry import contracts_for
+from kvlint.runtime.registry import clear_verdicts, plan_named, run, signature
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
@@ -77,14 +77,14 @@ class GuardHandle:
 class _Spec:
     """What the wrapper needs per operator overload, computed once at patch time."""
 
-    __slots__ = ("op", "name", "positional", "defaults", "contracts", "names")
+    __slots__ = ("op", "name", "positional", "defaults", "plan", "names")
 
-    def __init__(self, op, contracts):
+    def __init__(self, op):
         self.op = op
         self.name = _base_name(op.name)
         self.positional = tuple(p.name for p in op.params if p.kind == "positional")
         self.defaults = {p.name: p.default for p in op.params if not p.required}
-        self.contracts = tuple(contracts)
+        self.plan = plan_named(op.name)
         self.names = frozenset(p.name for p in op.params)
 
 
@@ -203,16 +203,6 @@ def _crashed(contract, call: Call, exc: Exception) -> None:
           f"({type(exc).__name__}: {exc}); skipped (reported once per call site)", RuntimeWarning, call.frame())
 
 
-def run_contracts(contracts, call: Call) -> None:
-    for contract in contracts:
-        try:
-            contract(call)
-        except ContractError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a contract must never break the user's call
-            _crashed(contract, call, exc)
-
-
 class _Guarded:
     """Stands in for an operator's `_op`: checks the call, then calls the saved entry point.
     Hashes like that entry point (torch's `OpOverload.__hash__` is `hash(self._op)`)."""
@@ -232,7 +222,8 @@ class _Guarded:
         return getattr(self.__kvlint_original__, name)
 
     def __call__(self, *args, **kwargs):
-        handle = _current()
+        own = _context.get()
+        handle = own[-1] if own and own[-1].active else _current()
         if handle is not None:
             spec = self._spec
             bound = spec.defaults.copy()
@@ -240,14 +231,13 @@ class _Guarded:
                 bound.update(zip(spec.positional, args))
             if kwargs:
                 bound.update(kwargs)
-            first = args[0] if args else None
-            traced = type(first) is not _Tensor and isinstance(first, _Tensor)
+            traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)
             if traced:
                 bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
             if bound is not None:
-                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full)
-                call.tracing = traced
-                run_contracts(spec.contracts, call)
+                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full, traced)
+                # traced calls: sizes are hints of symbolic ones, not a signature to reuse
+                run(spec.plan, call, _crashed, None if traced else signature(args, kwargs))
                 if call.findings:
                     if kwargs:  # an unknown keyword explains the rest (v2's num_heads leaves num_query_heads at 1)
                         finding = _keyword_finding(spec, kwargs, None)
@@ -273,12 +263,14 @@ class _Guarded:
 
 def _install() -> int:
     _import_operator_packages()
+    if not _saved:
+        clear_verdicts()  # cached verdicts live while the guard is on (facts patched in between are seen)
     count = 0
     for target, op in _targets():
         original = target._op
         if isinstance(original, _Guarded):
             continue
-        target._op = _Guarded(original, _Spec(op, contracts_for(op)))
+        target._op = _Guarded(original, _Spec(op))
         _saved.append((target, original))
         count += 1
     return count

@@ -5,11 +5,29 @@ base names with `@contract(...)`. The guard asks `contracts_for(op)` once per op
 time; anything else (the CPU emulation, a test) calls `check_call(op_name, bound_args)`, which
 needs no patching and returns the findings of that one call.
 
+Verdict cache: a contract registered with `pure=True` is shape-only: its verdict (its findings,
+and what it adds to the family view) is a function of the call's *signature* (`signature()`:
+how many positional arguments, the keywords passed, and per value its shape, dtype and
+contiguity (strides when not contiguous) for a tensor, type and value for a scalar, string or
+bool, type and length for a list of ints, None for None). It never reads a tensor's values,
+a length list's entries, the device, the mode (meta/full) or state. `run()` runs an operator's
+pure contracts once per signature and replays their verdict on the next call of that signature
+(the layers of a model repeat one), then runs the other contracts (value reads, KV401's state)
+on every call. A verdict is replayed exactly: the same findings in the same order, each with
+this call's site (so the guard's warnings follow the same once-per-site rules), and the view
+rebuilt from the cached numbers with this call's tensors. A signature whose pure contracts
+crashed is not cached (the crash is reported per call site, as without the cache).
+
 Family modules import only this module, `kvlint.runtime.call` and the facts; never the guard."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import torch
+
+from kvlint.runtime import callsite
+from kvlint.runtime.errors import ContractError, Violation
 
 _REGISTRY: Dict[str, List[Callable]] = {}
 _loaded = False
@@ -23,8 +41,11 @@ _MODULE_ORDER = ("fa.contracts", "fa.paged", "fusion.contracts", "mla.contracts"
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
 
 
-def contract(*names: str):
+def contract(*names: str, pure: bool = False):
+    """Register `fn` for the operator base names `names`. `pure`: shape-only (see the module
+    docstring); its verdict is cached per call signature."""
     def register(fn):
+        fn.kvlint_pure = pure
         for name in names:
             _REGISTRY.setdefault(name, []).append(fn)
         return fn
@@ -59,13 +80,142 @@ def base_name(name: str) -> str:
     return load_facts().namespaces.base_name(name)
 
 
+def _order(fn) -> Tuple[bool, int]:
+    return (not getattr(fn, "kvlint_pure", False), _rank(fn))
+
+
 def contracts_named(name: str) -> List[Callable]:
+    """The contracts of operator `name`, in the order they run: the pure ones first, then the
+    others, each group by module (_MODULE_ORDER) and, within a module, registration order."""
     _load()
-    return sorted(_REGISTRY.get(base_name(name), ()), key=_rank)  # stable: registration order within a module
+    return sorted(_REGISTRY.get(base_name(name), ()), key=_order)
 
 
 def contracts_for(op) -> List[Callable]:
     return contracts_named(op.name)
+
+
+# ------------------------------------------------------------------------------ verdict cache
+_Tensor = torch.Tensor
+VERDICTS_PER_OPERATOR = 4096   # signatures kept per operator; the cache starts afresh past that
+
+
+def signature(args, kwargs) -> Optional[tuple]:
+    """The call's signature (module docstring), or None when an argument has none (a list
+    holding anything but ints, an object). The schema defaults are the same on every call of
+    an operator, so only what the caller passed counts: how many positionally, the keyword
+    names in call order, then one item per value: a tensor's (shape, dtype, True when
+    contiguous, else its strides); a string or None as it is; a number's or bool's (type,
+    value); a list's or tuple's (type, length). Items of different kinds never compare equal,
+    so two different calls never share a signature."""
+    values = (*args, *kwargs.values()) if kwargs else args
+    try:
+        parts = [(v.shape, v.dtype, v.is_contiguous() or v.stride()) if v.__class__ is _Tensor else
+                 v if v.__class__ in _AS_IS else (v.__class__, v) if v.__class__ in _NUMBERS else _other(v)
+                 for v in values]
+    except _Uncacheable:
+        return None
+    return (len(args), *kwargs, *parts)
+
+
+_AS_IS = frozenset((str, type(None)))
+_NUMBERS = frozenset((int, float, bool))  # type in the item: 1, 1.0 and True are equal as values
+
+
+class _Uncacheable(Exception):
+    """An argument the signature cannot describe exactly."""
+
+
+def _other(value):
+    if isinstance(value, _Tensor):  # Parameter and other subclasses
+        return (value.shape, value.dtype, value.is_contiguous() or value.stride())
+    cls = value.__class__
+    if cls is list or cls is tuple:
+        for item in value:
+            if item.__class__ is not int:
+                raise _Uncacheable()
+        return (cls, len(value))
+    raise _Uncacheable()
+
+
+class Plan:
+    """An operator's contracts split for the verdict cache: `pure` (run once per signature),
+    `rest` (every call), and the cached verdicts: signature -> (view template, findings without
+    their site)."""
+
+    __slots__ = ("pure", "rest", "verdicts")
+
+    def __init__(self, contracts):
+        self.pure = tuple(fn for fn in contracts if getattr(fn, "kvlint_pure", False))
+        self.rest = tuple(fn for fn in contracts if not getattr(fn, "kvlint_pure", False))
+        self.verdicts: Dict[tuple, tuple] = {}
+
+
+_PLANS: Dict[str, Plan] = {}
+
+
+def plan_named(name: str, stateful: bool = True) -> Plan:
+    """The Plan of operator `name` (one per base name and statefulness, shared by the guard,
+    check_call and kvlint.emulate, so they share verdicts)."""
+    key = base_name(name) + ("" if stateful else ":stateless")
+    plan = _PLANS.get(key)
+    if plan is None:
+        contracts = contracts_named(name)
+        if not stateful:
+            contracts = [fn for fn in contracts if _module(fn) not in STATEFUL_MODULES]
+        plan = _PLANS[key] = Plan(contracts)
+        if not stateful:  # the same pure contracts: one cache
+            plan.verdicts = plan_named(name).verdicts
+    return plan
+
+
+def clear_verdicts() -> None:
+    for plan in _PLANS.values():
+        plan.verdicts.clear()
+
+
+def _replay(call, templates) -> None:
+    site = callsite.describe(call.frame())
+    call.findings.extend(Violation(code, op, argument, expected, given, consequence, site, severity)
+                         for code, op, argument, expected, given, consequence, severity in templates)
+
+
+def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
+    """Run `plan` on `call`: its pure contracts, or their cached verdict for signature `key`
+    (None: not cached), then the rest. `crashed(contract, call, exc)` reports a contract that
+    raised something other than ContractError."""
+    entry = plan.verdicts.get(key) if key is not None else None
+    if entry is not None:
+        template, findings = entry
+        if template is not None:
+            call.view = template.attached(call.args)
+        if findings:
+            _replay(call, findings)
+    else:
+        before, clean = len(call.findings), True
+        for fn in plan.pure:
+            try:
+                fn(call)
+            except ContractError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a contract must never break the user's call
+                crashed(fn, call, exc)
+                clean = False
+        if key is not None and clean:
+            verdicts = plan.verdicts
+            if len(verdicts) >= VERDICTS_PER_OPERATOR:
+                verdicts.clear()
+            view = call.view
+            verdicts[key] = (view.detached() if view is not None else None,
+                             tuple((f.code, f.op, f.argument, f.expected, f.given, f.consequence, f.severity)
+                                   for f in call.findings[before:]))
+    for fn in plan.rest:
+        try:
+            fn(call)
+        except ContractError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            crashed(fn, call, exc)
 
 
 def _catalog_operator(op_name: str, namespace: Optional[str]):
@@ -81,14 +231,16 @@ def _catalog_operator(op_name: str, namespace: Optional[str]):
 
 
 def check_call(op_name: str, bound_args: Mapping[str, Any], *, namespace: Optional[str] = None,
-               checks: str = "meta", stateful: bool = False) -> list:
+               checks: str = "meta", stateful: bool = False, cache: bool = True) -> list:
     """Run the contracts of one call of `op_name` (a torch_npu operator base name, e.g.
     "npu_fused_infer_attention_score") on `bound_args` (argument name -> value; schema defaults
     are filled in for what is missing) and return the `Violation`s, in contract order. Raises
     nothing for a broken call: `raise ContractError(f)` for each error-severity finding `f` to
     get the guard's raise mode. `checks="full"` also reads device tensor values. `stateful`
     also runs the cross-call kv_len discipline (KV401; off by default: the guard runs it).
-    An unknown operator has no contracts: []. A crashing contract warns and is skipped."""
+    An unknown operator has no contracts: []. A crashing contract warns and is skipped.
+    `cache=False` runs every contract instead of replaying a cached shape verdict (the
+    findings are the same; tests compare the two)."""
     from kvlint.runtime.call import Call
 
     op = _catalog_operator(op_name, namespace)
@@ -96,13 +248,12 @@ def check_call(op_name: str, bound_args: Mapping[str, Any], *, namespace: Option
         return []
     bound = {p.name: p.default for p in op.params if not p.required}
     bound.update(bound_args)
-    call = Call(op, base_name(op.name), bound, dict(bound_args), (), 0, checks == "full")
-    for fn in contracts_named(op.name):
-        if not stateful and _module(fn) in STATEFUL_MODULES:
-            continue
-        try:
-            fn(call)
-        except Exception as exc:  # noqa: BLE001 - a contract must never break the caller
-            warnings.warn(f"kvlint: contract {fn.__name__} could not check this {call.name} call "
-                          f"({type(exc).__name__}: {exc}); skipped", RuntimeWarning, stacklevel=2)
+    kwargs = dict(bound_args)
+    call = Call(op, base_name(op.name), bound, kwargs, (), 0, checks == "full")
+    run(plan_named(op.name, stateful), call, _warn_crash, signature((), kwargs) if cache else None)
     return call.findings
+
+
+def _warn_crash(fn, call, exc) -> None:
+    warnings.warn(f"kvlint: contract {fn.__name__} could not check this {call.name} call "
+                  f"({type(exc).__name__}: {exc}); skipped", RuntimeWarning, stacklevel=4)

@@ -120,6 +120,29 @@ def fusion(q, k, v, head_num, layout, **kw):
     return ("npu_fusion_attention", (q, k, v, head_num, layout), kw)
 
 
+I8, F32 = torch.int8, torch.float32
+
+
+def ifa(q, k, v, **kw):
+    kw.setdefault("scale_value", 0.0625)
+    return ("npu_incre_flash_attention", (q, k, v), kw)
+
+
+def kv_int8(b=4, n=8, kv=2, d=128, s=2048, dtype=H, op="fa", **kw):
+    """KV int8 decode on the IFA tiling path: BSH query (B, 1, N*D), int8 key/value (B, S, N_kv*D)."""
+    q, k = m(b, 1, n * d, dtype=dtype), m(b, s, kv * d, dtype=I8)
+    if op == "ifa":
+        return ifa(q, k, m(b, s, kv * d, dtype=I8), num_heads=n, num_key_value_heads=kv, input_layout="BSH", **kw)
+    return fa(q, k, m(b, s, kv * d, dtype=I8), num_heads=n, num_key_value_heads=kv, input_layout="BSH", **kw)
+
+
+def utest_ifa(**kw):
+    """test_incre_flash_attention_tiling.cpp case_antiquantscale_*: query (4, 1, 10) BSH, 10 heads,
+    int8 key/value (4, 2048, 10), int8 output with a 5-D quant_scale2."""
+    return ifa(m(4, 1, 10), m(4, 2048, 10, dtype=I8), m(4, 2048, 10, dtype=I8), num_heads=10, input_layout="BSH",
+               quant_scale2=m(2, 2, 2, 2, 2, dtype=F32), **kw)
+
+
 ACCEPTED = {
     "npu_fusion_attention SBH (flash_attention_score_infershape.cpp layouts)": fusion(
         m(5, 2, 8 * 64), m(7, 2, 8 * 64), m(7, 2, 8 * 64), 8, "SBH"),
@@ -171,7 +194,43 @@ ACCEPTED = {
     "TND non-paged: KV heads from key.shape[1]": fa(m(8, 4, 16), m(8, 2, 16), m(8, 2, 16), num_heads=4,
                                                     num_key_value_heads=2, input_layout="TND",
                                                     actual_seq_lengths=[3, 8], actual_seq_lengths_kv=[3, 8]),
+    # KV int8 antiquant (IFA CheckKVAntiQuantParaShapeLegal / PerChannel / PerToken, CheckAntiQuantParam)
+    "antiquant per-tensor [2]": kv_int8(antiquant_scale=m(2), antiquant_offset=m(2)),
+    "antiquant per-channel [2, N*D]": kv_int8(antiquant_scale=m(2, 256), antiquant_offset=m(2, 256)),
+    "antiquant per-channel [2, N, D]": kv_int8(antiquant_scale=m(2, 2, 128)),
+    "antiquant per-channel [2, N, 1, D]": kv_int8(antiquant_scale=m(2, 2, 1, 128), antiquant_offset=m(2, 2, 1, 128)),
+    "antiquant per-channel [2, 1, N, D]": kv_int8(antiquant_scale=m(2, 1, 2, 128)),
+    "antiquant per-channel bf16 query, bf16 scale": kv_int8(dtype=BF, antiquant_scale=m(2, 256, dtype=BF)),
+    "antiquant per-token [2, B, S] float32": kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048, dtype=F32),
+                                                     antiquant_offset=m(2, 4, 2048, dtype=F32)),
+    "npu_incre_flash_attention antiquant per-channel [2, N*D]": kv_int8(op="ifa", antiquant_scale=m(2, 256)),
+    "antiquant split mode (key_/value_antiquant_*: not the combined checks)": kv_int8(
+        key_antiquant_scale=m(1, 256), value_antiquant_scale=m(1, 256)),
+    # npu_fusion_attention tiling (flash_attention_score_tiling_general.cpp AnalyzeAttrs / AnalyzeOptionalInput)
+    "npu_fusion_attention mask (B, N1, S1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                        atten_mask=m(2, 8, 5, 7, dtype=torch.bool)),
+    "npu_fusion_attention mask (1, 1, S1, S2) uint8": fusion(m(2, 5, 8, 64), m(2, 7, 8, 64), m(2, 7, 8, 64), 8, "BSND",
+                                                             atten_mask=m(1, 1, 5, 7, dtype=torch.uint8)),
+    "npu_fusion_attention mask (B, 1, S1, S2)": fusion(m(2, 5, 8 * 64), m(2, 7, 8 * 64), m(2, 7, 8 * 64), 8, "BSH",
+                                                       atten_mask=m(2, 1, 5, 7, dtype=torch.bool)),
+    "npu_fusion_attention mask (S1, S2) SBH": fusion(m(5, 2, 8 * 64), m(7, 2, 8 * 64), m(7, 2, 8 * 64), 8, "SBH",
+                                                     atten_mask=m(5, 7, dtype=torch.bool)),
+    "npu_fusion_attention sparse 3, mask (2048, 2048)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8,
+                                                               "BNSD", atten_mask=m(2048, 2048, dtype=torch.bool),
+                                                               sparse_mode=3),
+    "npu_fusion_attention sparse 6 (prefix compressed), mask (3072, 2048)": fusion(
+        m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(3072, 2048, dtype=torch.bool),
+        sparse_mode=6, prefix=[1, 2]),
+    "npu_fusion_attention keep_prob 0.9": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                 keep_prob=0.9),
+    "npu_fusion_attention pse (B, N1, S1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                      pse=m(2, 8, 5, 7)),
+    "npu_fusion_attention pse (1, N1, 1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
+                                                     pse=m(1, 8, 1, 7)),
+    "npu_fusion_attention pse alibi (1, N1, 1024, S2), S1 2048": fusion(
+        m(1, 8, 2048, 64), m(1, 8, 2048, 64), m(1, 8, 2048, 64), 8, "BNSD", pse=m(1, 8, 1024, 2048)),
 }
+
 
 REJECTED = {
     # name: (call, code, words the message must hold)
@@ -248,6 +307,59 @@ REJECTED = {
     "antiquant_mode 2 (CheckSingleParaAntiquantMode)": (gqa_paged(antiquant_mode=2), "KV518", "[0, 1]"),
     "key_antiquant_mode 6 (CheckSingleParaKeyAntiquantMode)": (gqa_paged(key_antiquant_mode=6), "KV518", "0, 1, 2"),
     "utest:case_CheckFeatureMlaNoQuantLayout_mla_058 (NZ cache with BNSD)": (mla_nz(layout="BNSD"), "KV110", "NZ"),
+    # KV int8 antiquant: the operator team's IFA unit tests, and the checks they exercise
+    "utest:case_antiquantscale_nullptr (antiquant on, no scale)": (
+        utest_ifa(antiquant_offset=m(2, 2, 2, 2, 2, dtype=F32)), "KV518", "antiquant scale is NULL"),
+    "utest:case_antiquantscale_dim (offset of another rank)": (
+        utest_ifa(antiquant_scale=m(2, 2, 2, 2, dtype=F32), antiquant_offset=m(2, 2, 2, 2, 2, dtype=F32)),
+        "KV518", "different layouts"),
+    "utest:case_antiquantScale_dim_bnsd ([2, 2, 2, 2] for N 10, D 1)": (
+        utest_ifa(antiquant_scale=m(2, 2, 2, 2, dtype=F32), antiquant_offset=m(2, 2, 2, 2, dtype=F32)),
+        "KV518", "[2, 10, 1, 1]"),
+    "utest:case_antiquantscale_dim_bh ([2, 2] for N*D 10)": (
+        utest_ifa(antiquant_scale=m(2, 2, dtype=F32), antiquant_offset=m(2, 2, dtype=F32)), "KV518", "[2, 10]"),
+    "utest:case_antiquantscale_antiquantoffset (fp16 scale, fp32 offset)": (
+        utest_ifa(antiquant_scale=m(2), antiquant_offset=m(2, dtype=F32)), "KV518", "like antiquant_scale"),
+    "antiquant scale not stacked for key and value ([1, N*D])": (kv_int8(antiquant_scale=m(1, 256)), "KV518",
+                                                                 "per-channel"),
+    "antiquant per-channel scale of another dtype than the query": (
+        kv_int8(antiquant_scale=m(2, 256, dtype=F32)), "KV518", "like the query"),
+    "antiquant per-token with a float16 scale": (
+        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048)), "KV518", "float32"),
+    "antiquant per-token with another batch": (
+        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 3, 2048, dtype=F32)), "KV518", "(2, 4, S_kv)"),
+    "antiquant parameters on a float16 cache (ProcessAntiQuant)": (
+        gqa_paged(antiquant_scale=m(2, 256)), "KV518", "antiquant needs an int8"),
+    "npu_incre_flash_attention antiquant scale [2, N, D] with N 3": (
+        kv_int8(op="ifa", antiquant_scale=m(2, 3, 128)), "KV518", "per-channel"),
+    # npu_fusion_attention tiling (flash_attention_score_tiling_general.cpp)
+    "npu_fusion_attention keep_prob 0 (AnalyzeAttrs)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", keep_prob=0.0), "KV116", "keep_prob"),
+    "npu_fusion_attention keep_prob 1.5": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", keep_prob=1.5), "KV116", "(0, 1]"),
+    "npu_fusion_attention head dim 1024 (AnalyzeLayout)": (
+        fusion(m(2, 8, 5, 1024), m(2, 8, 7, 1024), m(2, 8, 7, 1024), 8, "BNSD"), "KV116", "(0, 768]"),
+    "npu_fusion_attention int8 mask (bool or uint8 only)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(5, 7, dtype=torch.int8)),
+        "KV205", "bool or uint8"),
+    "npu_fusion_attention 3-D mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(1, 5, 7, dtype=torch.bool)),
+        "KV211", "2-D or 4-D"),
+    "npu_fusion_attention sparse 3 with a 3-D compressed mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(1, 2048, 2048, dtype=torch.bool),
+               sparse_mode=3), "KV206", "2-D or 4-D"),
+    "npu_fusion_attention sparse 6 with a (2048, 2048) mask": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(2048, 2048, dtype=torch.bool),
+               sparse_mode=6, prefix=[1, 2]), "KV206", "(3072, 2048)"),
+    "npu_fusion_attention mask (S1 + 1, S2)": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(6, 7, dtype=torch.bool)),
+        "KV211", "exactly"),
+    "npu_fusion_attention pse 3-D": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(8, 5, 7)), "KV116", "pse"),
+    "npu_fusion_attention pse batch 3 for B 2": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(3, 8, 5, 7)), "KV116", "1|2"),
+    "npu_fusion_attention pse alibi rows with S1 < 1024": (
+        fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", pse=m(1, 8, 1024, 7)), "KV116", "pse"),
 }
 
 

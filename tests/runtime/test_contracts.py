@@ -104,6 +104,12 @@ def reshape_and_cache(slots=(0, 1, 129)):
                                                     torch.tensor(slots, dtype=torch.int32))
 
 
+def fusion_bsnd(**kw):
+    q, k = t(2, 3, 4, 16), t(2, 5, 2, 16)
+    kw.setdefault("scale", 0.25)
+    return lambda: torch_npu.npu_fusion_attention(q, k, k.clone(), 4, "BSND", **kw)
+
+
 CASES = {
     # code: (violating call, valid call)
     "KV104": (bnsd(num_heads=OMIT, num_key_value_heads=1), bnsd()),
@@ -146,6 +152,7 @@ CASES = {
     "KV516": (scatter_update(indices=(0, 8)), scatter_update()),
     "KV517": (scatter_pa(cache_mode="PA_NZ"), scatter_pa()),
     "KV518": (bsh(key_antiquant_mode=7), bsh(key_antiquant_mode=1)),
+    "KV116": (fusion_bsnd(keep_prob=0.0), fusion_bsnd(keep_prob=1.0)),
 }
 
 

@@ -66,12 +66,40 @@ ROLES = {name: Roles(FACTS.operator(name)) for name in FA_OPS}
 
 
 class FaView:
+    """What the FA contracts derive from one call. The numbers are a function of the call's
+    signature (kvlint.runtime.registry): a cached verdict keeps them `detached()` from the
+    call's tensors, and `attached(args)` gives them the next call's tensors. `table_check` and
+    `mla_tokens` are set by the shape checks for the value checks that follow them."""
+
     __slots__ = ("roles", "layout", "base", "q", "k", "v", "num_heads", "kv_heads", "batch", "q_seq",
                  "q_heads", "head_dim", "paged", "tnd", "sparse", "mask", "block_table", "block_size",
-                 "query_rope", "key_rope", "scale", "cache_broken")
+                 "query_rope", "key_rope", "scale", "cache_broken", "table_check", "mla_tokens")
+
+    def detached(self) -> "FaView":
+        view = self.attached(None)
+        view.q = view.k = view.v = view.mask = view.block_table = view.query_rope = view.key_rope = None
+        return view
+
+    def attached(self, args) -> "FaView":
+        """A copy of the numbers with the tensors of the call whose bound arguments are `args`
+        (None: the tensors stay unset)."""
+        view, roles = FaView(), self.roles
+        view.roles, view.layout, view.base, view.num_heads, view.kv_heads = (
+            roles, self.layout, self.base, self.num_heads, self.kv_heads)
+        view.batch, view.q_seq, view.q_heads, view.head_dim, view.paged, view.tnd = (
+            self.batch, self.q_seq, self.q_heads, self.head_dim, self.paged, self.tnd)
+        view.sparse, view.block_size, view.scale, view.cache_broken = (
+            self.sparse, self.block_size, self.scale, self.cache_broken)
+        view.table_check, view.mla_tokens = self.table_check, self.mla_tokens
+        if args is not None:
+            get = args.get
+            view.q, view.k, view.v = args["query"], args["key"], args["value"]
+            view.mask, view.query_rope, view.key_rope = get(roles.mask), get(roles.query_rope), get(roles.key_rope)
+            view.block_table = get(roles.block_table) if roles.block_table else None
+        return view
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def fa_view(call: Call) -> None:
     """Sets `call.view`, or leaves it None when the layout/rank is unusable (reported as KV110)."""
     roles = ROLES[call.name]
@@ -134,6 +162,8 @@ def fa_view(call: Call) -> None:
     view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
     view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
+    view.table_check = None    # fa_paged_values' parameters (the _VERIFIED keys in meta and full mode)
+    view.mla_tokens = False    # MLA in TND passed its shape checks: mla_query_tokens reads the lengths
     call.view = view
 
 
@@ -186,7 +216,7 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
         view.cache_broken = True
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def heads(call: Call) -> None:
     view = call.view
     if view is None:
@@ -247,7 +277,7 @@ def heads(call: Call) -> None:
 _BATCH_FIRST = frozenset(("BSH", "BSND", "BNSD"))
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def key_value_shapes(call: Call) -> None:
     """The value equals the key except in D, and D_v <= D_qk (equal with query_rope): FIA
     tiling_info_parser.cpp GetRopeMode, tiling_check_consistency.cpp CheckKVShapeFor*."""
@@ -287,7 +317,7 @@ def key_value_shapes(call: Call) -> None:
                   "requests attend to other requests' keys")
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def contiguity(call: Call) -> None:
     view = call.view
     if view is None:
@@ -306,7 +336,7 @@ def contiguity(call: Call) -> None:
             return
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def dtypes(call: Call) -> None:
     view = call.view
     if view is None:
@@ -330,7 +360,7 @@ def dtypes(call: Call) -> None:
                   "paged attention does not take an int8 query")
 
 
-@contract(*FA_OPS)
+@contract(*FA_OPS, pure=True)
 def scale(call: Call) -> None:
     view = call.view
     if view is None or view.scale is None:
@@ -362,7 +392,7 @@ def _key_rope_expected(view: FaView, dr: int, kv: int, kr) -> tuple:
     return tuple(ks[:-1]) + (dr,)
 
 
-@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2", pure=True)
 def mla_rope(call: Call) -> None:
     view = call.view
     if view is None or view.cache_broken:
@@ -497,13 +527,24 @@ def _mla_features(call: Call, view: FaView) -> None:
                   shape_of(m), "the operator rejects the mask (CheckAttentionMask)")
         return
     if view.tnd and roles.q_lens:
-        values = call.int_list(get(roles.q_lens))
-        if values:
-            per_request = [b - a for a, b in zip([0] + values[:-1], values)]
-            if max(per_request) > MLA["tnd_max_query_tokens"]:
-                call.fail("KV315", roles.q_lens, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
-                          "in MLA with input_layout TND", f"{per_request} per request",
-                          "the operator rejects the call (CheckFeatureActualSeqLensQData)")
+        view.mla_tokens = True  # the query lengths' values: mla_query_tokens, on every call
+
+
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+def mla_query_tokens(call: Call) -> None:
+    """At most 16 query tokens per request in MLA with TND (FIA tiling_check_feature.cpp
+    CheckFeatureActualSeqLensQData): reads the lengths, so not part of the cached shape verdict."""
+    view = call.view
+    if view is None or not view.mla_tokens:
+        return
+    q_arg = view.roles.q_lens
+    values = call.int_list(call.get(q_arg))
+    if values:
+        per_request = [b - a for a, b in zip([0] + values[:-1], values)]
+        if max(per_request) > MLA["tnd_max_query_tokens"]:
+            call.fail("KV315", q_arg, f"at most {MLA['tnd_max_query_tokens']} query tokens per request "
+                      "in MLA with input_layout TND", f"{per_request} per request",
+                      "the operator rejects the call (CheckFeatureActualSeqLensQData)")
 
 
 # ------------------------------------------------------------------------------ quantization
@@ -524,7 +565,7 @@ _MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in
 _MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
 
 
-@contract(*FACTS.family("fa"))
+@contract(*FACTS.family("fa"), pure=True)
 def quantization(call: Call) -> None:
     """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
     MLA without quantization given no quant parameter (tiling_check_existence.cpp
@@ -552,8 +593,97 @@ def quantization(call: Call) -> None:
             return
 
 
+ANTIQUANT = CONTRACTS["antiquant"]
+_ANTIQUANT_OPS = frozenset(ANTIQUANT["operators"])
+_IFA_LAYOUTS = frozenset(ANTIQUANT["ifa_layouts"])
+_FLOATS = frozenset((torch.float16, torch.bfloat16))
+_PER_TOKEN_DTYPE = getattr(torch, ANTIQUANT["per_token_dtype"])
+_ANTIQUANT_ARGS = ("antiquant_scale", "antiquant_offset")
+
+
+def _antiquant_shapes(view: FaView, kv: int) -> list:
+    """The per-channel / per-tensor shapes CheckKVAntiQuantParaShapeLegal accepts."""
+    n2, d = ANTIQUANT["stacked"], view.head_dim
+    return [(n2,), (n2, kv, 1, d), (n2, 1, kv, d), (n2, kv, d), (n2, kv * d)]
+
+
+@contract(*ANTIQUANT["operators"], pure=True)
+def antiquant_params(call: Call) -> None:
+    """KV int8 antiquant's combined antiquant_scale / antiquant_offset on the IFA tiling path
+    (rules/facts/fa_contracts.toml [fa_contracts.antiquant]: IFA tiling CheckAntiQuantParam,
+    CheckKVAntiQuantParaShapeLegal, CheckKVAntiQuantPerChannel / PerToken)."""
+    view = call.view
+    if view is None or view.cache_broken:
+        return
+    args = call.args
+    scale, offset = args.get("antiquant_scale"), args.get("antiquant_offset")
+    q, k = view.q, view.k
+    if q.dtype not in _FLOATS:
+        return  # full quantization (int8 query): other checks
+    if call.name == "npu_fused_infer_attention_score" and (
+            view.layout not in _IFA_LAYOUTS or view.q_seq != 1 or view.query_rope is not None or k.dim() == 5):
+        return  # FIA's own tiling (TND, prefill, MLA, NZ): not these checks
+    if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
+        return  # key / value parameters given separately: the split mode's own checks
+    if k.dtype == q.dtype:
+        for name, t in zip(_ANTIQUANT_ARGS, (scale, offset)):
+            if t is not None:
+                call.fail("KV518", name, f"None with a {dtype_name(k.dtype)} cache (antiquant needs an int8 key and "
+                          "value)", f"a tensor {shape_of(t)}",
+                          "the operator rejects the call (IFA ProcessAntiQuant: KV antiquant is unenabled, but "
+                          "antiquant parameters exist)")
+                return
+        return
+    if k.dtype != torch.int8:
+        return  # int4 and others: not checked here
+    mode = args.get("antiquant_mode") or 0
+    why = "the operator rejects the call (IFA CheckAntiQuantParam)"
+    if mode not in ANTIQUANT["modes"]:
+        call.fail("KV518", "antiquant_mode", f"one of {ANTIQUANT['modes']}", str(mode), why)
+        return
+    if scale is None:
+        call.fail("KV518", "antiquant_scale", "a tensor: an int8 cache with a float query is dequantized with it",
+                  "None", why + ": KV antiquant is enabled, but the antiquant scale is NULL")
+        return
+    if offset is not None and offset.dim() != scale.dim():
+        call.fail("KV518", "antiquant_offset", f"{scale.dim()}-D like antiquant_scale {shape_of(scale)}",
+                  f"{offset.dim()}-D {shape_of(offset)}", why + ": antiquant params have different layouts")
+        return
+    kv = view.kv_heads or view.num_heads
+    for name, t in zip(_ANTIQUANT_ARGS, (scale, offset)):
+        if t is None:
+            continue
+        shape = tuple(t.shape)
+        if mode == ANTIQUANT["per_token"]:
+            if len(shape) != ANTIQUANT["per_token_rank"] or shape[0] != ANTIQUANT["stacked"] or (
+                    view.batch is not None and shape[1] != view.batch):
+                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S_kv) in per-token mode "
+                          "(antiquant_mode 1: key and value stacked, per request and token)", shape_of(t),
+                          "the operator rejects the call (IFA CheckKVAntiQuantPerToken)")
+                return
+        elif mode == ANTIQUANT["per_channel"] and view.head_dim:
+            allowed = _antiquant_shapes(view, kv)
+            if shape not in allowed:
+                call.fail("KV518", name, "one of " + ", ".join(str(list(s)) for s in allowed) + " (per-tensor, or "
+                          "per-channel with key and value stacked on dim 0)", shape_of(t),
+                          "the operator rejects the call (IFA CheckKVAntiQuantParaShapeLegal / PerChannel)")
+                return
+    if mode == ANTIQUANT["per_channel"] and scale.dtype != q.dtype:
+        call.fail("KV518", "antiquant_scale", f"{dtype_name(q.dtype)} like the query in per-channel mode",
+                  dtype_name(scale.dtype), why + ": illegal datatype of antiquant scale")
+    elif mode == ANTIQUANT["per_token"] and scale.dtype != _PER_TOKEN_DTYPE:
+        call.fail("KV518", "antiquant_scale", f"{ANTIQUANT['per_token_dtype']} in per-token mode",
+                  dtype_name(scale.dtype), why + ": per-token mode needs a float32 scale")
+    elif offset is not None and offset.dtype != scale.dtype:
+        call.fail("KV518", "antiquant_offset", f"{dtype_name(scale.dtype)} like antiquant_scale",
+                  dtype_name(offset.dtype), "the operator rejects the call (IFA CheckAntiquantOffsetType)")
+
+
 # ------------------------------------------------------------------------------ mask
-@contract(*FA_OPS)
+_OWN_MASK_FORMS = frozenset(("npu_fusion_attention",))
+
+
+@contract(*FA_OPS, pure=True)
 def mask(call: Call) -> None:
     view = call.view
     if view is None:
@@ -583,8 +713,8 @@ def mask(call: Call) -> None:
         elif not DATA.mask.is_compressed_shape(m.shape):
             call.fail("KV206", name, f"{_SHOWN_SHAPES} for sparse_mode={sparse}", shape_of(m), "the operator errors out or reads the mask out of bounds")
         return
-    if m is None or sparse not in (0, 1) or view.tnd:
-        return
+    if m is None or sparse not in (0, 1) or view.tnd or call.name in _OWN_MASK_FORMS:
+        return  # npu_fusion_attention's exact forms: fusion/contracts.py
     q_seq, batch, dims = view.q_seq, view.batch, [int(s) for s in m.shape]
     lead_ok = m.dim() < 3 or dims[0] in (1, batch)
     if m.dim() < 2 or m.dim() > 4 or not lead_ok or (m.dim() == 4 and dims[1] != 1):

@@ -25,26 +25,41 @@ _BLOCK_SIZE_OK: set = set()  # (block_size, prefill, mla, query dtype) found all
 
 
 def check_table(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True) -> None:
-    """The checks every paged operator shares. `num_blocks` bounds the ids (None: unknown).
+    """The checks every paged operator shares: `table_form`, then `table_values`."""
+    if table_form(call, table, batch, kv_lens_arg, exact):
+        table_values(call, table, batch, block_size, kv_lens_arg, num_blocks, exact)
+
+
+def table_form(call: Call, table, batch, kv_lens_arg, exact: bool = True) -> bool:
+    """The table's dtype and rows, and the KV lengths given: shape-only. False when reported.
     `exact`: one table row and one KV length per request (FA in TND, ATB); otherwise the table
     may have more rows than requests and the length list more entries, or one for all (FIA
     tiling_check_consistency.cpp CheckBlockTable, CheckActualSeqLensKv)."""
     if table.dtype != torch.int32:
         call.fail("KV301", "block_table", "int32", dtype_name(table.dtype),
                   "the operator rejects the table or reads its ids with the wrong width")
-        return
+        return False
     rows = int(table.shape[0]) if table.dim() else 0
     if table.dim() != 2 or (batch is not None and (rows != batch if exact else rows < batch)):
         per = "one row per request" if exact else "at least one row per request"
         call.fail("KV310", "block_table", f"2-D with {per} ({batch}, max_blocks)",
                   shape_of(table), "requests read other requests' blocks, or rows past the table")
-        return
-    kv_lens = call.get(kv_lens_arg)
-    if kv_lens is None:
+        return False
+    if call.get(kv_lens_arg) is None:
         call.fail("KV302", kv_lens_arg, "the per-request KV lengths (mandatory with a block_table)", "None",
                   "the operator does not know how many cached tokens to read")
-        return
-    params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
+        return False
+    return True
+
+
+def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, exact: bool = True,
+                 params=None) -> None:
+    """The KV lengths and the block ids the requests use (`num_blocks` bounds the ids; None:
+    unknown). Read once per decode step: the last verdict is kept per parameters (_VERIFIED;
+    `params`: that key, when the caller has it)."""
+    kv_lens = call.get(kv_lens_arg)
+    if params is None:
+        params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
     seen = _VERIFIED.get(params)
     if seen is not None and _unchanged(seen, table, kv_lens):
         return  # the same table and lengths, unchanged since they passed (the other layers of a step)
@@ -135,8 +150,10 @@ def _used_ids_outside(table, kv_lens, block_size, num_blocks):
     return table[row][bad[row]].tolist()
 
 
-@contract(*PAGED_FA_OPS)
+@contract(*PAGED_FA_OPS, pure=True)
 def fa_paged(call: Call) -> None:
+    """Block size, the cache's block dimension, the table's form (shape-only); its values:
+    fa_paged_values."""
     view = call.view
     if view is None or not view.paged or view.cache_broken:
         return
@@ -165,7 +182,20 @@ def fa_paged(call: Call) -> None:
             call.fail("KV311", bs_arg, BLOCK_SIZE.expected(**rule), str(bs), "the operator rejects the block size")
             return
         _BLOCK_SIZE_OK.add(key)
-    check_table(call, view.block_table, view.batch, bs, view.roles.kv_lens, int(cache_shape[0]), exact=view.tnd)
+    if table_form(call, view.block_table, view.batch, view.roles.kv_lens, exact=view.tnd):
+        params = (call.name, view.roles.kv_lens, view.batch, bs, int(cache_shape[0]), view.tnd)
+        view.table_check = (params + (False,), params + (True,))  # the _VERIFIED keys, meta / full
+
+
+@contract(*PAGED_FA_OPS)
+def fa_paged_values(call: Call) -> None:
+    """The KV lengths and used block ids of a paged call whose form passed (fa_paged)."""
+    view = call.view
+    if view is None or view.table_check is None:
+        return
+    params = view.table_check[call.full]
+    _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
+    table_values(call, view.block_table, batch, bs, kv_lens_arg, num_blocks, exact, params)
 
 
 @contract("_npu_paged_attention")

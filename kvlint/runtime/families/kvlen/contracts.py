@@ -47,9 +47,9 @@ def _observe(key, tensor: torch.Tensor, layer, version):
     """Record that `layer` saw `tensor` (at `version`) for (operator, argument) `key`; return
     (old, new) version when it was mutated in place since an earlier layer of the same step."""
     state = _state.get(key)
-    ident = id(tensor)  # with the data pointer; no reference is kept
-    if state is None or state[0] != ident or state[1] != tensor.data_ptr():
-        _state[key] = [ident, tensor.data_ptr(), version, {layer}]
+    pointer = tensor.data_ptr()
+    if state is None or state[0] != id(tensor) or state[1] != pointer:  # identity and pointer; no reference kept
+        _state[key] = [id(tensor), pointer, version, {layer}]
         return None
     layers = state[3]
     if version == state[2]:
@@ -100,24 +100,26 @@ _TRACKED_ARGS = {name: tuple(key[1] for key in keys) for name, keys in _TRACKED.
 def kv_len_discipline(call: Call) -> None:
     if call.tracing:
         return  # meta stand-ins of traced tensors: no identity, no version
-    args, seen = call.args, []
-    for arg in _TRACKED_ARGS[call.name]:
+    args, name = call.args, call.name
+    scheme = layer = mutated = None
+    for arg in _TRACKED_ARGS[name]:
         tensor = args.get(arg)
-        if type(tensor) is _Tensor:
-            try:
-                version = tensor._version
-            except RuntimeError:  # an inference tensor
-                version = _version_of(call, tensor)
-            if version is not None:
-                seen.append((arg, tensor, version))
-    if not seen:
-        return
-    scheme, layer = _layer(call)
-    name = call.name
-    with _lock:
-        mutated = [(arg, change) for arg, tensor, version in seen
-                   if (change := _observe((name, arg, scheme), tensor, layer, version)) is not None]
-    for arg, (before, after) in mutated:
+        if type(tensor) is not _Tensor:
+            continue
+        try:
+            version = tensor._version
+        except RuntimeError:  # an inference tensor
+            version = _version_of(call, tensor)
+            if version is None:
+                continue
+        if scheme is None:
+            scheme, layer = _layer(call)
+        with _lock:
+            change = _observe((name, arg, scheme), tensor, layer, version)
+        if change is not None:
+            mutated = mutated or []
+            mutated.append((arg, change))
+    for arg, (before, after) in mutated or ():
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",
                   "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "

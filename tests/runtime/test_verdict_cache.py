@@ -1,0 +1,250 @@
+"""The verdict cache (kvlint.runtime.registry: shape-only contracts run once per call signature)
+never changes a verdict: with and without it, check_call() and the guard report the same
+findings; a call with the signature of a cached one but other values (lengths, block ids) or
+another shape still gets its own verdict; the shape-only contracts read no values."""
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kvlint
+from kvlint.runtime import call as call_module
+from kvlint.runtime import check_call, registry
+from kvlint.runtime.registry import signature
+
+from test_conformance import ACCEPTED, REJECTED, fa, gqa_paged, gqa_tnd_paged, m, mla_tnd, table
+
+H = torch.float16
+FIA = "npu_fused_infer_attention_score"
+POSITIONAL = ("query", "key", "value", "head_num", "input_layout")
+CASES = {**ACCEPTED, **{name: case for name, (case, _, _) in REJECTED.items()}}
+
+
+def bound(case):
+    op_name, args, kwargs = case
+    return op_name, dict(zip(POSITIONAL, args), **kwargs)
+
+
+def verdict(findings):
+    return [(f.code, f.argument, f.expected, f.given, f.consequence, f.severity, f.site) for f in findings]
+
+
+def guarded(case, mode="collect"):
+    op_name, args, kwargs = case
+    with kvlint.patch(mode=mode) as handle:
+        try:
+            getattr(torch.ops.npu, op_name)(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - meta tensors: the stand-in may not run them
+            pass
+    return handle.findings
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_check_call_same_verdict_with_and_without_the_cache(name):
+    op_name, args = bound(CASES[name])
+    registry.clear_verdicts()
+    # one line, so one call site: without the cache, filling it, replaying it
+    plain, first, hit = (verdict(check_call(op_name, args, cache=cache)) for cache in (False, True, True))
+    assert first == hit == plain
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_guard_agrees_with_check_call(name):
+    op_name, args = bound(CASES[name])
+    expected = [(f.code, f.argument, f.given) for f in check_call(op_name, args, cache=False)]
+    for _ in range(2):  # the second call replays the cached shape verdict
+        findings = guarded(CASES[name])
+        assert [(f.code, f.argument, f.given) for f in findings if f.code != "KV401"] == expected
+
+
+def test_a_replayed_finding_names_its_own_call_site():
+    q, k, v = torch.randn(2, 3, 64).to(H), torch.randn(2, 5, 32).to(H), torch.randn(2, 5, 32).to(H)
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+    with kvlint.patch(mode="collect") as handle:
+        for line in range(2):  # the emulated operator then rejects the call, as the NPU would
+            with pytest.raises(RuntimeError):
+                if line == 0:
+                    fn(q, k, v, num_heads=4, num_key_value_heads=3, scale=0.25, input_layout="BSH")
+                else:
+                    fn(q, k, v, num_heads=4, num_key_value_heads=3, scale=0.25, input_layout="BSH")
+    first, second = handle.findings
+    assert (first.code, first.given) == (second.code, second.given) == ("KV112", "3")
+    line_one, line_two = (int(f.site.rsplit(":", 1)[1]) for f in (first, second))
+    assert line_two == line_one + 2
+
+
+def test_replayed_warnings_follow_the_once_per_site_rules():
+    q, k, v = torch.randn(2, 3, 64).to(H), torch.randn(2, 5, 32).to(H), torch.randn(2, 5, 32).to(H)
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+
+    def run():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for _ in range(3):  # one site, three calls: one warning
+                fn(q, k, v, num_heads=4, num_key_value_heads=2, scale=1.0, input_layout="BSH")
+            fn(q, k, v, num_heads=4, num_key_value_heads=2, scale=1.0, input_layout="BSH")  # another site
+        return [(str(w.message).split(" (")[0], w.lineno) for w in caught if issubclass(w.category, kvlint.ContractWarning)]
+    with kvlint.patch(mode="raise"):
+        cached = run()
+    with kvlint.patch(mode="raise"):
+        plan = registry.plan_named(FIA)
+        plan.verdicts.clear()
+        saved, registry.VERDICTS_PER_OPERATOR = registry.VERDICTS_PER_OPERATOR, 0  # every call misses
+        try:
+            uncached = run()
+        finally:
+            registry.VERDICTS_PER_OPERATOR = saved
+    assert len(cached) == 2 and cached[0][1] != cached[1][1]
+    assert [c[0] for c in cached] == [u[0] for u in uncached]
+
+
+# ------------------------------------------------------------------ values are never cached
+def _paged_call(lens, ids=None, b=2, width=2):
+    q, cache = torch.randn(b, 1, 64).to(H), torch.randn(b * width, 128, 32).to(H)
+    tab = torch.tensor(ids, dtype=torch.int32) if ids is not None else torch.arange(b * width, dtype=torch.int32
+                                                                                     ).reshape(b, width)
+    return dict(query=q, key=cache, value=cache, num_heads=4, num_key_value_heads=2, scale=0.25, input_layout="BSH",
+                block_table=tab, block_size=128, actual_seq_lengths_kv=torch.tensor(lens))
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_same_signature_other_lengths_and_ids_gets_its_own_verdict(cache):
+    codes = lambda args: [f.code for f in check_call(FIA, args, cache=cache)]  # noqa: E731
+    assert codes(_paged_call([3, 130])) == []
+    assert codes(_paged_call([3, 300])) == ["KV314"]                       # past the 2 blocks of the request
+    assert codes(_paged_call([3, 130], ids=[[0, 1], [2, 99]])) == ["KV313"]  # a used id outside the cache
+    assert codes(_paged_call([3, 130])) == []
+    args = _paged_call([3, 130])
+    assert signature((), args) == signature((), _paged_call([3, 300]))      # one signature for all of them
+
+
+def test_same_signature_other_list_values_tnd():
+    def lens(q_lens, kv_lens=None):
+        return bound(gqa_tnd_paged(actual_seq_lengths=q_lens, lens=kv_lens))[1]
+    good, unsorted = lens([1, 2, 3, 4]), lens([1, 3, 2, 4])
+    assert signature((), good) == signature((), unsorted)
+    assert check_call(FIA, good) == []
+    assert [f.code for f in check_call(FIA, unsorted)] == ["KV315"]
+    assert [f.code for f in check_call(FIA, lens([1, 2, 3, 4], [300, 300, 300, 10 ** 6]))] == ["KV314"]
+    assert check_call(FIA, good) == []
+
+
+def test_same_signature_more_mla_query_tokens_than_allowed():
+    def tnd(ends):
+        op_name, args = bound(mla_tnd(per_request=(6, 6, 6)))  # 18 query tokens
+        args["actual_seq_lengths"] = ends
+        return args
+    assert signature((), tnd([6, 12, 18])) == signature((), tnd([1, 1, 18]))
+    errors = lambda args: [f.code for f in check_call(FIA, args) if f.severity == "error"]  # noqa: E731
+    assert errors(tnd([6, 12, 18])) == []
+    assert errors(tnd([1, 1, 18])) == ["KV315"]  # 17 tokens in the last request: more than 16
+    assert errors(tnd([6, 12, 18])) == []
+
+
+def test_other_shape_other_verdict():
+    ok = _paged_call([3, 130])
+    assert check_call(FIA, ok) == []
+    wrong_heads = dict(ok, key=torch.randn(4, 128, 48).to(H), value=torch.randn(4, 128, 48).to(H))
+    assert [f.code for f in check_call(FIA, wrong_heads)] == ["KV112"]
+    strided = dict(ok, query=torch.randn(2, 1, 128).to(H)[..., ::2])
+    assert signature((), strided) != signature((), ok)
+    assert [f.code for f in check_call(FIA, strided)] == ["KV114"]
+    assert check_call(FIA, ok) == []
+
+
+def test_scalars_are_keyed_by_type_and_value():
+    assert signature((), {"sparse_mode": 1}) != signature((), {"sparse_mode": True})
+    assert signature((), {"scale": 1.0}) != signature((), {"scale": 1})
+    assert signature((), {"num_heads": 4}) != signature((4,), {})             # positional vs keyword
+    assert signature((), {"x": [torch.ones(1)]}) is None                        # a tensor list: not cached
+
+
+def test_a_crash_is_not_cached(monkeypatch):
+    """A shape contract that crashes is reported per call site, cache or not."""
+    from kvlint.runtime.families.fa import contracts as fa_contracts
+
+    q, k, v = torch.randn(2, 3, 64).to(H), torch.randn(2, 5, 32).to(H), torch.randn(2, 5, 32).to(H)
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+    with kvlint.patch():
+        monkeypatch.setattr(fa_contracts, "QUERY_DTYPES", None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn(q, k, v, num_heads=4, num_key_value_heads=2, scale=0.25, input_layout="BSH")
+            fn(q, k, v, num_heads=4, num_key_value_heads=2, scale=0.25, input_layout="BSH")
+    crashes = [w for w in caught if "could not check" in str(w.message)]
+    assert len(crashes) == 2  # two call sites, one warning each
+    assert not registry.plan_named(FIA).verdicts
+
+
+# ------------------------------------------------------------------ the shape contracts read no values
+def test_shape_contracts_never_read_values(monkeypatch):
+    def no_values(*args, **kwargs):
+        raise AssertionError("a shape-only contract read values")
+    for name, case in CASES.items():
+        op_name, args = bound(case)
+        plan = registry.plan_named(op_name)
+        call = _call(op_name, args)
+        monkeypatch.setattr(call_module.Call, "int_list", no_values)
+        monkeypatch.setattr(call_module.Call, "readable", no_values)
+        for fn in plan.pure:
+            fn(call)  # no try: an AssertionError fails the test
+        monkeypatch.undo()
+
+
+def _call(op_name, args):
+    op = registry._catalog_operator(op_name, None)
+    full = {p.name: p.default for p in op.params if not p.required}
+    full.update(args)
+    return call_module.Call(op, registry.base_name(op.name), full, dict(args), (), 0, False)
+
+
+# ------------------------------------------------------------------ property: random calls, cache or not
+def _mostly(valid, *others):
+    """Mostly the valid choice, sometimes a broken one."""
+    return st.sampled_from([valid] * 4 + list(others))
+
+
+@st.composite
+def one_signature(draw):
+    """Paged FA calls sharing one signature (shapes, dtypes, scalars) with values (KV lengths,
+    block ids, query lengths) drawn per call: cache hits with other values."""
+    b, width = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2]))
+    n, kv = draw(_mostly((4, 2), (4, 4), (8, 2), (4, 3)))
+    d = draw(st.sampled_from([16, 32]))
+    layout = draw(st.sampled_from(["BSH", "BSND", "BNSD", "TND"]))
+    bs = draw(_mostly(128, 16))
+    nb = draw(_mostly(b * width, b * width + 1))
+    cache_h = draw(_mostly(kv * d, (kv + 1) * d))
+    q = {"BSH": (b, 1, n * d), "BSND": (b, 1, n, d), "BNSD": (b, n, 1, d), "TND": (b, n, d)}[layout]
+    base = dict(query=torch.zeros(q, dtype=H), key=torch.zeros(nb, bs, cache_h, dtype=H),
+                value=torch.zeros(nb, bs, cache_h, dtype=H), num_heads=n, num_key_value_heads=kv,
+                scale=draw(_mostly(0.25, 1.0)), input_layout=layout, block_size=bs)
+    if draw(st.booleans()):
+        base["sparse_mode"] = draw(st.sampled_from([0, 3]))
+        base["atten_mask"] = torch.zeros(draw(_mostly((2048, 2048), (b, 1, 1, width * bs))), dtype=torch.bool)
+    n_lens = draw(_mostly(b, 1, b + 1))
+    calls = []
+    for _ in range(draw(st.integers(1, 4))):
+        args = dict(base)
+        args["actual_seq_lengths_kv"] = draw(st.lists(st.integers(-1, width * bs + 2), min_size=n_lens,
+                                                      max_size=n_lens))
+        ids = draw(st.lists(_mostly(0, -1, nb), min_size=b * width, max_size=b * width))
+        args["block_table"] = torch.tensor([i or k % nb for k, i in enumerate(ids)], dtype=torch.int32).reshape(
+            b, width)
+        if layout == "TND":
+            steps = draw(st.lists(_mostly(1, 0, 2), min_size=b, max_size=b))
+            args["actual_seq_lengths"] = [sum(steps[:k + 1]) for k in range(b)]
+        calls.append(args)
+    return calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(one_signature(), min_size=1, max_size=3))
+def test_property_cache_never_changes_a_verdict(groups):
+    registry.clear_verdicts()
+    calls = [args for group in groups for args in group]
+    for args in calls + calls[::-1]:  # each signature seen again, after others
+        cached, plain = (verdict(check_call(FIA, args, cache=cache)) for cache in (True, False))
+        assert cached == plain
