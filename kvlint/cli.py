@@ -9,7 +9,6 @@ import sys
 from typing import List, Optional, Sequence, Tuple
 
 from kvlint import __version__
-from kvlint.catalog import load_catalog
 from kvlint.commands.check import EXIT_CLEAN, EXIT_ERROR, FORMATS
 from kvlint.commands.check import add_options as add_check_options
 
@@ -97,6 +96,7 @@ def run_check(args) -> int:
 
 
 def run_rule(args) -> int:
+    from kvlint.catalog import load_catalog  # here: a check served from the cache never loads it
     from kvlint.rule_docs import render_rule, render_table
 
     catalog = load_catalog()

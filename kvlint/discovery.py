@@ -80,18 +80,83 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+_COMPONENT = None  # compiled on first use (re)
+
+
 def _any_pattern(spec):
-    """One regex matching where any of the spec's patterns matches (a pre-check: pathspec tries
-    the patterns one by one, which over a 150-line .gitignore and 1,600 files took a second);
-    None when the patterns cannot be joined."""
+    """A pre-check of where any of the spec's patterns can match (pathspec tries the patterns
+    one by one, which over a 150-line .gitignore and 1,600 files took a second); None when
+    the patterns cannot be joined. See `_PreCheck`."""
     import re
 
-    parts = [p.regex.pattern.replace("(?P<ps_d>", "(?:") for p in spec.patterns
-             if getattr(p, "include", None) is not None and getattr(p, "regex", None) is not None]
+    global _COMPONENT
+    if _COMPONENT is None:
+        # pathspec's form of a pattern without a slash: `^(?:.+/)?BODY` then `/` (a folder
+        # pattern) or `(?:/|$)`
+        _COMPONENT = re.compile(r"\^\(\?:\.\+/\)\?(.*)(\(\?P<ps_d>/\)|\(\?:\(\?P<ps_d>/\)\|\$\))")
+    anywhere, folders, other = [], [], []
+    for p in spec.patterns:
+        if getattr(p, "include", None) is None or getattr(p, "regex", None) is None:
+            continue
+        pattern = p.regex.pattern
+        m = _COMPONENT.fullmatch(pattern)
+        if m is not None and _within_component(m.group(1)):
+            (folders if m.group(2) == "(?P<ps_d>/)" else anywhere).append(m.group(1))
+        else:
+            other.append(pattern.replace("(?P<ps_d>", "(?:"))
     try:
-        return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+        return _PreCheck(*(re.compile("|".join(f"(?:{b})" for b in bodies)) if bodies else None
+                           for bodies in (anywhere, folders, other)))
     except re.error:
         return None
+
+
+def _within_component(body: str) -> bool:
+    """Whether a pattern body can only match inside one path component: no `/` (but for
+    pathspec's `[^/]`), no unescaped `.`, no group (conservative: else it is matched whole)."""
+    body = body.replace("[^/]", "")
+    k = 0
+    while k < len(body):
+        ch = body[k]
+        if ch == "\\":
+            if body[k + 1:k + 2] in ("/", ""):
+                return False
+            k += 2
+            continue
+        if ch in "/.()":
+            return False
+        k += 1
+    return True
+
+
+class _PreCheck:
+    """`match(rel)`: can any pattern of one `.gitignore` match the relative path `rel` (a
+    folder's ends with `/`)? A pattern without a slash matches one path component whole
+    (`anywhere`; a folder pattern only a component followed by `/`): those are tested per
+    component, each distinct component once; the other patterns as one regex over `rel`.
+    Only a `False` is trusted (the spec decides a `True`)."""
+
+    def __init__(self, anywhere, folders, other):
+        self.anywhere, self.folders, self.other = anywhere, folders, other
+        self._seen: Dict[Tuple[str, bool], bool] = {}
+
+    def match(self, rel: str) -> bool:
+        if "\n" in rel:
+            return True  # `.` in pathspec's regexes stops at a newline: let the spec decide
+        if self.other is not None and self.other.match(rel):
+            return True
+        parts = rel.split("/")
+        last = len(parts) - 1
+        seen = self._seen
+        for i, part in enumerate(parts):
+            key = (part, i < last)
+            hit = seen.get(key)
+            if hit is None:
+                hit = seen[key] = bool(self.anywhere is not None and self.anywhere.fullmatch(part)
+                                       or i < last and self.folders is not None and self.folders.fullmatch(part))
+            if hit:
+                return True
+        return False
 
 
 class GitIgnore:
@@ -114,13 +179,13 @@ class GitIgnore:
 
     @staticmethod
     def _read(path: str):
-        import pathspec
-
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().splitlines()
         except OSError:
             return None
+        import pathspec  # only when there is a .gitignore
+
         spec = pathspec.GitIgnoreSpec.from_lines(lines)
         return (spec, _any_pattern(spec)) if spec.patterns else None
 

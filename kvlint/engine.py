@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import traceback
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.findings import FileResult, Finding
 from kvlint.analysis.module import ModuleIndex
@@ -43,8 +42,14 @@ class Checker:
             return canon.setdefault(key, w)
 
         self._rule_words = {r.code: tuple(word(w) for w in r.words(settings)) for r in self.rules}
-        self._required = {r.code: [tuple(word(w) for w in group) for group in r.required_words(settings)]
+        # the groups in the order cheapest to decide (all of any of pure tests: the order never
+        # changes the answer): groups of plain words first, and in a group its plain words
+        # before its regexes
+        self._required = {r.code: sorted((tuple(sorted((word(w) for w in group), key=_is_regex))
+                                          for group in r.required_words(settings)),
+                                         key=lambda g: any(map(_is_regex, g)))
                           for r in self.rules}
+        self._parents = _literal_parents(list(canon.values()))
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
@@ -90,13 +95,16 @@ class Checker:
         runs) and each of whose `required_words` groups has a word in `data`: the per-rule
         level of the pre-filter."""
         searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
-
+        parents = self._parents
         lower: List[bytes] = []
 
         def holds(w) -> bool:
             hit = searched.get(id(w))
             if hit is None:
-                if isinstance(w, _NoCaseBytes):
+                parent = parents.get(id(w))
+                if parent is not None and not holds(parent):
+                    hit = False  # a word occurs only where a word it holds does
+                elif isinstance(w, _NoCaseBytes):
                     if not lower:
                         lower.append(data.lower())
                     hit = w in lower[0]
@@ -107,16 +115,24 @@ class Checker:
                 searched[id(w)] = hit
             return hit
 
-        return [r for r in self.rules if (not self._rule_words[r.code] or any(map(holds, self._rule_words[r.code])))
-                and all(any(holds(w) for w in group) for group in self._required[r.code])]
+        out = []
+        for r in self.rules:
+            words = self._rule_words[r.code]
+            if words and not any(map(holds, words)):
+                continue
+            if all(any(map(holds, group)) for group in self._required[r.code]):
+                out.append(r)
+        return out
 
     def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
         """`rules`: the rules to run (default: `rules_for(source.data)`)."""
         result = FileResult(source.path)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
-                tree = ast.parse(source.text, filename=source.path)
+            tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
+            if tree is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
+                    tree = ast.parse(source.text, filename=source.path)
         except SyntaxError as exc:
             line = exc.lineno or 1
             result.findings.append(self._parse_finding(source.path, line, exc.offset or 1,
@@ -186,25 +202,27 @@ class Checker:
 
 
 class Prefilter:
-    """`search(data)`: does any word of any enabled rule occur in `data`? Plain words are one
-    trie regex over the bytes, `NoCase` words one over the lowercased bytes, regex words are
-    searched one by one (each with its own flags)."""
+    """`search(data)`: does any word of any enabled rule occur in `data`? Plain words are
+    substring tests, `NoCase` words the same over the lowercased bytes, regex words are
+    searched one by one (each with its own flags). A word holding another word is left out
+    (the shorter one decides), and words sharing a substring (`npu_`) sit behind it: when it
+    is absent none of them is searched. Substring tests run at memchr speed, about twice as
+    fast here as one trie regex over the same words."""
 
     def __init__(self, exact, nocase, patterns):
-        self.exact, self.nocase, self.patterns = exact, nocase, patterns
+        self.exact, self.nocase, self.patterns = _anchored(exact), _anchored(nocase), patterns
 
     def search(self, data: bytes) -> bool:
-        if self.exact is not None and self.exact.search(data):
+        if _any_in(self.exact, data):
             return True
-        if self.nocase is not None and self.nocase.search(data.lower()):
+        if self.nocase and _any_in(self.nocase, data.lower()):
             return True
         return any(p.search(data) for p in self.patterns)
 
 
 def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilter]:
     """The pre-filter of every word of every enabled rule (`Rule.words`); derived, never
-    hand-kept. Words are merged into a trie (`npu_(?:fused_...|incre_...)`): 2.5x faster
-    than a flat alternation, and this runs over every byte of every file."""
+    hand-kept."""
     exact: set = set()
     nocase: set = set()
     patterns: Dict[tuple, Any] = {}
@@ -219,19 +237,71 @@ def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilte
                 patterns[(pattern.pattern, pattern.flags)] = pattern
     if not exact and not nocase and not patterns:
         return None
-    return Prefilter(_trie(exact), _trie(nocase), list(patterns.values()))
+    # a plain word holding a NoCase word occurs only where that one does (lowercased)
+    exact = {w for w in exact if not any(n in w.lower() for n in nocase)}
+    return Prefilter(exact, nocase, list(patterns.values()))
 
 
-def _trie(words) -> Optional[Pattern[bytes]]:
-    if not words:
-        return None
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[None] = {}  # a word ends here
-    return re.compile(_trie_pattern(trie))
+def _any_in(groups, data: bytes) -> bool:
+    for anchor, words in groups:
+        if anchor is None or anchor in data:
+            for w in words:
+                if w in data:
+                    return True
+    return False
+
+
+def _minimal(words) -> List[bytes]:
+    """`words` without those holding another of them."""
+    out: List[bytes] = []
+    for w in sorted(set(words), key=lambda w: (len(w), w)):
+        if not any(o in w for o in out):
+            out.append(w)
+    return out
+
+
+def _anchored(words, size: int = 4) -> List[Tuple[Optional[bytes], List[bytes]]]:
+    """The minimal `words` in groups behind a shared substring of `size` bytes (greedily: the
+    substring most words hold, while at least three do), then a group without an anchor."""
+    rest = _minimal(words)
+    groups: List[Tuple[Optional[bytes], List[bytes]]] = []
+    while rest:
+        counts: Dict[bytes, int] = {}
+        for w in rest:
+            for gram in {w[k:k + size] for k in range(len(w) - size + 1)}:
+                counts[gram] = counts.get(gram, 0) + 1
+        gram = max(sorted(counts), key=counts.__getitem__, default=None)
+        if gram is None or counts[gram] < 3:
+            break
+        groups.append((gram, [w for w in rest if gram in w]))
+        rest = [w for w in rest if gram not in w]
+    if rest:
+        groups.append((None, rest))
+    return groups
+
+
+def _is_regex(word) -> bool:
+    return not isinstance(word, bytes)
+
+
+def _literal_parents(words) -> Dict[int, object]:
+    """By id, for each plain or NoCase word, the longest other word that occurs wherever it
+    does: a word it holds (a NoCase word held by a plain word's lowercase counts, a plain
+    word held by a NoCase word does not)."""
+    literal = [w for w in words if isinstance(w, bytes)]
+    parents: Dict[int, object] = {}
+    for w in literal:
+        nocase = isinstance(w, _NoCaseBytes)
+        low = w if nocase else w.lower()
+        best = None
+        for o in literal:
+            if o is w or len(o) >= len(w) or (best is not None and len(o) <= len(best)):
+                continue
+            if (o in low) if isinstance(o, _NoCaseBytes) else (not nocase and o in w):
+                best = o
+        if best is not None:
+            parents[id(w)] = best
+    return parents
 
 
 class _NoCaseBytes(bytes):
@@ -242,17 +312,6 @@ def _as_bytes(word):
     if isinstance(word, NoCase):
         return _NoCaseBytes(word.lower().encode())
     return word.encode() if isinstance(word, str) else word
-
-
-def _trie_pattern(node: dict) -> bytes:
-    ends = None in node
-    alts = [re.escape(bytes([ch])) + _trie_pattern(sub) for ch, sub in sorted(
-        (k, v) for k, v in node.items() if k is not None)]
-    if not alts:
-        return b""
-    if len(alts) == 1 and not ends:
-        return alts[0]
-    return b"(?:" + b"|".join(alts) + b")" + (b"?" if ends else b"")
 
 
 def dedupe(findings: List[Finding]) -> List[Finding]:

@@ -15,14 +15,15 @@ in the order of the input paths whatever the scheduling.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.findings import FileResult
 from kvlint.cache import Cache, digest
 from kvlint.settings import Settings
 from kvlint.source import read_file
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
 MAX_CHUNK = 16
@@ -54,9 +55,10 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
-        _checker(settings).project.add_roots(roots)  # before the fork: workers inherit it
+        checker = _checker(settings)
+        checker.project.add_roots(roots)  # before the fork: workers inherit it
         outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
-            ((i, check_one(_checker(settings), path, hashed)) for i, path in pending)
+            ((i, check_one(checker, path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:
             results[i] = result
             if cache is not None:
@@ -102,8 +104,9 @@ def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool 
     return [(i, check_one(checker, path, hashed)) for i, path in chunk]
 
 
-def _pool(workers: int) -> ProcessPoolExecutor:
-    import multiprocessing
+def _pool(workers: int) -> "ProcessPoolExecutor":
+    import multiprocessing  # here, not at the top: a run served from the cache never pools
+    from concurrent.futures import ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -121,6 +124,8 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
     """Yield (index, outcome) as chunks finish (the caller puts them in order). A dead worker
     breaks the whole pool, failing the chunks still queued: each of those is retried in a
     pool of its own, and the files of a chunk that breaks that one too, one by one."""
+    from concurrent.futures.process import BrokenProcessPool
+
     retry: List[List[Tuple[int, str]]] = []
     _checker(settings)  # built before the fork: forked workers inherit it instead of each loading the catalog
     try:
@@ -150,6 +155,8 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
 
 
 def _isolated(settings: Settings, path: str) -> Outcome:
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         with _pool(1) as pool:
             return pool.submit(_check_chunk, settings, [(0, path)]).result()[0][1]

@@ -258,6 +258,21 @@ def test_phase_from_branch_conditions(condition, phase):
     assert ctx.context.phase(oc.call) == phase
 
 
+@pytest.mark.parametrize("condition, in_body, single", [
+    ("max_query_len == 1", True, True), ("q_len <= 1", True, True), ("q_len < 2", True, True),
+    ("1 == q_len", True, True), ("q_len > 1", False, True), ("q_len >= 2", False, True),
+    ("q_len != 1", False, True), ("not q_len > 1", True, True),
+    ("q_len == 1 and use_graph", True, True), ("q_len > 1 or chunked", False, True),
+    ("q_len == 1 or chunked", True, False), ("q_len == 1", False, False), ("q_len == 4", False, False),
+    ("q_len > 1", True, False), ("is_decode", True, False), ("num_decodes > 0", True, False),
+    ("attn_state == AscendAttentionState.DecodeOnly", True, False),
+])
+def test_single_query_arm_only_from_query_lengths(condition, in_body, single):
+    ctx = context("x = 1")
+    test = ast.parse(condition, mode="eval").body
+    assert ctx.context.single_query_arm(test, in_body) is single
+
+
 def test_phase_from_else_branch_and_function_name():
     code = """
     import torch_npu
@@ -290,3 +305,19 @@ def test_fusion_attention_roles_by_keyword_and_by_position():
     assert token_window_values(first, ctx, "pre_tokens")[1] == [7]
     assert token_window_values(first, ctx, "next_tokens") is None
     assert sparse_view(second, ctx).no_mask and role_values(second, ctx, "mask") == []
+
+
+def test_cached_mask_rule_reads_the_positional_fusion_mask_through_the_prefilter():
+    """npu_fusion_attention's mask at position 7: no `atten_mask` in the file at all."""
+    from kvlint.engine import Checker
+    from kvlint.testing import only
+
+    text = textwrap.dedent("""
+        import torch_npu
+        class DiTSelfAttention:
+            def forward(self, q, k, v, n, pad):
+                self.band_mask.masked_fill_(pad, True)
+                return torch_npu.npu_fusion_attention(q, k, v, n, "BNSD", None, None, self.band_mask, 0.125)[0]
+    """)
+    result = Checker(only("KV221")).check_bytes("dit.py", text.encode())
+    assert [(f.code, f.line) for f in result.findings] == [("KV221", 5)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, Iterable, Optional, Tuple
@@ -68,7 +69,9 @@ def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `class` statement whose name holds a LAYER_CLASS word (the
     heuristic looks at nothing else; it compares the words as written, so does this)."""
     words = b"|".join(re.escape(w.encode()) for w in sorted(set(layer_class_words(names))))
-    return re.compile(rb"\bclass(?:\s|\\)+\w*(?:" + words + rb")")
+    # `class` then a look-behind for the word boundary before it (what `\bclass` means), so
+    # that the search skips to each `class` at memchr speed: 10x faster than `\bclass...`
+    return re.compile(rb"class(?<![A-Za-z0-9_]class)(?:\s|\\)+\w*(?:" + words + rb")")
 
 
 @lru_cache(maxsize=8)
@@ -79,7 +82,13 @@ def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     span lines (parentheses, backslashes); its target and its iterable up to the loop word
     hold no `:`."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
-    return re.compile(rb"\bfor\b[^:]*?\bin\b[^:]*?\b(?:" + words + rb")\b|\.(?:" + words + rb")\[")
+    # the same as `\bfor\b[^:]*?\bin\b[^:]*?\b(?:words)\b|...`, written to search fast: the
+    # boundary before `for` as a look-behind (a literal start), and the first `in` of the
+    # header taken once and for all (an atomic group: when no loop word follows the first
+    # `in` before the `:`, none follows a later one), where Python has atomic groups
+    first_in = rb"(?>[^:]*?\bin\b)" if sys.version_info >= (3, 11) else rb"[^:]*?\bin\b"
+    return re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b|\.(?:"
+                      + words + rb")\[")
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:
@@ -164,6 +173,30 @@ class Context:
                     return phase
             return self._length_compare(left, op, right)
         return None
+
+    def single_query_arm(self, test: ast.expr, in_body: bool) -> bool:
+        """BRANCH_QUERY_LENGTH alone: this arm of `test` says every query is one token
+        (the body of `max_query_len == 1` / `q_len <= 1` / `q_len < 2`, the else of
+        `q_len > 1` / `q_len >= 2` / `q_len != 1`). A flag, a state or a count naming the
+        decode phase does not say it (a decode batch of MTP holds several tokens a request)."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.single_query_arm(test.operand, not in_body)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == in_body:  # every operand holds on this arm
+                return any(self.single_query_arm(v, in_body) for v in test.values)
+            return False
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return False
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+            op = {ast.Gt: ast.Lt(), ast.Lt: ast.Gt(), ast.GtE: ast.LtE(), ast.LtE: ast.GtE()}.get(type(op), op)
+        if not (isinstance(right, ast.Constant) and type(right.value) is int) or not self._is_query_length(left):
+            return False
+        n = right.value
+        if in_body:
+            return (isinstance(op, (ast.Eq, ast.LtE)) and n == 1) or (isinstance(op, ast.Lt) and n == 2)
+        return (isinstance(op, (ast.Gt, ast.NotEq)) and n == 1) or (isinstance(op, ast.GtE) and n == 2)
 
     def _state_test(self, test: ast.expr) -> Optional[Tuple[str, bool]]:
         """BRANCH_ENUM_STATE: (phase, positive) for `state == State.DecodeOnly` / `state in

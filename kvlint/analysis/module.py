@@ -59,6 +59,8 @@ class ModuleIndex:
         self.assigns: List[ast.AST] = []
         self.for_loops: List[ast.AST] = []
         self.named_exprs: List[ast.NamedExpr] = []
+        self._stores: Dict[int, Dict[str, int]] = {}
+        self._self_stores: Dict[int, frozenset] = {}
         self._walk()
 
     # -- construction -------------------------------------------------------------------
@@ -117,6 +119,52 @@ class ModuleIndex:
                     parent[id(value)] = node
                     push(value)
         self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
+
+    # -- sub-trees ------------------------------------------------------------------------
+    def walk(self, node: ast.AST) -> Iterator[ast.AST]:
+        """`node` and every node under it, as `ast.walk` finds them but for the context and
+        operator singletons (`Load`, `Add`...), in no particular order; 3x faster."""
+        child_fields = _CHILD_FIELDS
+        stack = [node]
+        pop, push = stack.pop, stack.append
+        while stack:
+            n = pop()
+            yield n
+            t = type(n)
+            fields = child_fields.get(t)
+            if fields is None:
+                fields = _child_fields(t)
+            for name in fields:
+                value = getattr(n, name, None)
+                if value is None:
+                    continue
+                if type(value) is list:
+                    for child in value:
+                        if child is not None:
+                            push(child)
+                else:
+                    push(value)
+
+    def stores(self, scope: ast.AST) -> Dict[str, int]:
+        """Name -> the first line a `Name` is stored to anywhere under `scope` (nested scopes
+        included, as `ast.walk` sees them); computed once per scope."""
+        table = self._stores.get(id(scope))
+        if table is None:
+            table = self._stores[id(scope)] = {}
+            for n in self.walk(scope):
+                if type(n) is ast.Name and type(n.ctx) is ast.Store:
+                    if n.id not in table or n.lineno < table[n.id]:
+                        table[n.id] = n.lineno
+        return table
+
+    def self_attribute_stores(self, scope: ast.AST) -> frozenset:
+        """The attributes `self.<attr>` is stored to anywhere under `scope`; once per scope."""
+        attrs = self._self_stores.get(id(scope))
+        if attrs is None:
+            attrs = self._self_stores[id(scope)] = frozenset(
+                n.attr for n in self.walk(scope) if type(n) is ast.Attribute and type(n.ctx) is ast.Store
+                and type(n.value) is ast.Name and n.value.id == "self")
+        return attrs
 
     # -- navigation ---------------------------------------------------------------------
     def parent_of(self, node: ast.AST) -> Optional[ast.AST]:

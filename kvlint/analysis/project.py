@@ -219,6 +219,15 @@ class Project:
             return None
         return _Loaded(path, _digest(data), ValueTracer(index, self), stat)
 
+    def parsed_tree(self, path: str, data: bytes) -> Optional[ast.Module]:
+        """The tree of `path` when another file's check has already parsed these very bytes
+        (the checked file is then not parsed twice), else None. Trees are never changed by
+        the analysis (synthetic nodes live in the indexes), so two indexes may share one."""
+        loaded = self._modules.get(os.path.abspath(path))
+        if loaded is None or loaded.digest != _digest(data):
+            return None
+        return loaded.tracer.index.tree
+
     def resolver_of(self, tracer):
         """The OperatorResolver of a loaded module (qualifies its names by its imports)."""
         from kvlint.analysis.resolve import OperatorResolver

@@ -59,13 +59,19 @@ class OperatorResolver:
         # callees are followed inside this module only (an alias imported from another
         # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
         # into the project's other modules would parse them for nothing (the hot path)
-        self._local = self.tracer if self.tracer.project is None else self.tracer.local_view()
+        self._local_view: Optional[ValueTracer] = None  # built when a callee is first traced
         self._names = catalog.operator_names()
         self._assigned: Optional[Tuple[frozenset, frozenset]] = None
         # call id -> the functools.partial(...) calls its callee went through (their keywords
         # are the call's too)
         self.partials: Dict[int, Tuple[ast.Call, ...]] = {}
         self._resolved: Dict[int, Tuple[ast.Call, Optional[OperatorCall]]] = {}
+
+    @property
+    def _local(self) -> ValueTracer:
+        if self._local_view is None:
+            self._local_view = self.tracer if self.tracer.project is None else self.tracer.local_view()
+        return self._local_view
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:

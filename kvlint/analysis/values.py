@@ -259,6 +259,9 @@ class ValueTracer:
             writes: Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]] = {}
             classes = {c.name for c in self.index.classes}
             for node in self.index.assigns:
+                if not classes or not any(_writes_class_attribute(t, classes) for t in (
+                        node.targets if isinstance(node, ast.Assign) else (node.target,))):
+                    continue  # no `Cls.attr` among its targets: not unpacked for nothing
                 for target, value in self._statement_pairs(node):
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
                             and target.value.id in classes:
@@ -738,6 +741,18 @@ class ValueTracer:
                           if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
                 return True
         return False
+
+
+def _writes_class_attribute(target: ast.expr, classes) -> bool:
+    """Whether an assignment target (tuple and starred targets included) holds `C.attr` for
+    a class name `C` in `classes`."""
+    if isinstance(target, ast.Attribute):
+        return isinstance(target.value, ast.Name) and target.value.id in classes
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_writes_class_attribute(e, classes) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _writes_class_attribute(target.value, classes)
+    return False
 
 
 def _sort(table: Dict[str, List[Tuple[ast.AST, ast.expr]]]) -> None:

@@ -25,16 +25,14 @@ def _in_scope(call: ast.Call, ctx: FileContext, names) -> Optional[str]:
     if fn is None:
         return None
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    locals_before = {node.id for node in ast.walk(fn) if isinstance(node, ast.Name)
-                     and isinstance(node.ctx, ast.Store) and node.lineno < call.lineno}
+    stores = ctx.index.stores(fn)  # name -> first line stored in the function
     for name in names:
-        if name in params or name in locals_before:
+        if name in params or stores.get(name, call.lineno) < call.lineno:
             return name
     cls = ctx.index.enclosing_class(call)
     if cls is None or not params or params[0] != "self":
         return None
-    assigned = {node.attr for node in ast.walk(cls) if isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    assigned = ctx.index.self_attribute_stores(cls)
     for name in names:
         if name in assigned:
             return f"self.{name}"

@@ -6,7 +6,7 @@ from kvlint.analysis.context import DECODE
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.roles import role_values, spelling
+from kvlint.helpers.roles import positional_index, role_node, role_values, spelling
 from kvlint.helpers.sparse import branch_views, sparse_view
 from kvlint.helpers.windows import mentioned
 
@@ -36,13 +36,15 @@ class CausalModeWithoutMask(Rule):
         if self._mode_follows_mask(oc, ctx):
             return
         shown = "/".join(map(str, modes))
-        mask = spelling(oc.name, "mask")
+        mask = spelling(oc.name, "mask") or "atten_mask"
         how = f"`{mask}` is None" if view.mask_passed else f"no `{mask}` is passed"
         if ignores:
             pre, nxt = spelling(oc.name, "pre_tokens"), spelling(oc.name, "next_tokens")
             wanted = f"the {SQ} compressed mask" if set(modes) <= set(FACTS.fa.mask.compressed_modes) \
                 else "the mask the mode describes"
-            given = f"`{mask}=None`" if view.mask_passed else f"no `{mask}`"
+            by_position = not ctx.args(oc.call).keywords.get(mask) and role_node(oc, ctx, "mask") is not None
+            at = f" (argument {positional_index(oc, mask)})" if by_position else ""
+            given = f"`{mask}=None`{at}" if view.mask_passed else f"no `{mask}`"
             message = (f"sparse_mode {shown} with {given}: {oc.name} then ignores sparse_mode, `{pre}` "
                        f"and `{nxt}` and computes full attention, so causal or band attention is "
                        f"silently bidirectional; pass `{mask}=` {wanted} (bool, True = masked)")

@@ -3,7 +3,7 @@ from kvlint.analysis.context import DECODE, PREFILL
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.sparse import ABSENT, bounded, branch_views, sparse_view, token_window_values
+from kvlint.helpers.sparse import bidirectional_branches, bounded, branch_views, sparse_view, token_window_values
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask
@@ -43,29 +43,18 @@ class PrefillWithoutCausalMask(Rule):
                               f"sparse_mode=3 with the {SQ} causal mask", branch="PREFILL_PHASE")
 
     def _per_branch(self, oc, ctx: FileContext, view):
-        """Modes set per branch (`if single_token: mask, mode = None, 0 else: mask, mode = m,
-        4`): a branch with sparse_mode 0 and no mask drops the band's window (`pre_tokens`)
-        that reaches the call. (`next_tokens=0` there is only the band's other edge: a
-        non-causal branch ignoring it loses nothing it asked for.)"""
-        if not view.complete and not view.mask_passed:
+        """Modes set per branch: a branch off the decode path with sparse_mode 0 and no mask
+        drops the band's window that reaches the call (helpers/sparse.py
+        bidirectional_branches; on the decode path it is KV233's)."""
+        found = bidirectional_branches(oc, ctx, view, branch_views(oc, ctx))
+        if not found:
             return
-        views = branch_views(oc, ctx)
-        if views is None or ctx.context.phase(oc.call) == DECODE:
-            return
-        # the window is a band's only if a band branch (sparse_mode 4) takes the same value
-        band_windows = {id(b.pre_value) for b in views if b.mode == 4 and b.pre_value is not None}
-        for b in views:
-            if b.mode != 0 or not b.mask_none or b.phase == DECODE or id(b.pre_value) not in band_windows:
-                continue
-            for role, value in (("pre_tokens", b.pre),):
-                if value is ABSENT or not bounded([value]):
-                    continue
-                window = token_window_values(oc, ctx, role)
-                name = FACTS.keyword(oc.name, role)
-                where = f" (the branch of line {b.mode_value.lineno})" if b.mode_value is not None else ""
-                yield ctx.finding(self.code, window[0],
-                                  f"`{name}` is ignored where sparse_mode is 0 without a mask{where}: "
-                                  f"on that branch the window is silently dropped and attention "
-                                  f"becomes bidirectional; use sparse_mode=4 (band) with the {SQ} mask "
-                                  f"there too", anchor=oc.call)
-                return
+        b = found[0]
+        window = token_window_values(oc, ctx, "pre_tokens")
+        name = FACTS.keyword(oc.name, "pre_tokens")
+        where = f" (the branch of line {b.mode_value.lineno})" if b.mode_value is not None else ""
+        yield ctx.finding(self.code, window[0],
+                          f"`{name}` is ignored where sparse_mode is 0 without a mask{where}: "
+                          f"on that branch the window is silently dropped and attention "
+                          f"becomes bidirectional; use sparse_mode=4 (band) with the {SQ} mask "
+                          f"there too", anchor=oc.call)

@@ -8,9 +8,11 @@ from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
 from kvlint.helpers.masks import INPLACE
+from kvlint.helpers.roles import positional_role_operators, role_values
 
 FACTS = load_facts()
 MASK_READERS = FACTS.family("mask_readers")
+POSITIONAL_MASK_OPERATORS = positional_role_operators("mask")
 
 BUILD_FUNCTIONS = ("__init__", "__post_init__")
 # OVERWRITES: in-place writes that replace the content instead of modifying it (a refill).
@@ -44,7 +46,9 @@ class CachedMaskMutated(Rule):
         return MASK_READERS  # _mask_attributes starts from their calls
 
     def required_words(self, settings):
-        return (("atten_mask",),)  # ...and the keyword (or `**dict` key) that feeds the mask
+        # ...and the keyword (or `**dict` key) that feeds the mask, or an operator taking it
+        # by position
+        return (("atten_mask", *POSITIONAL_MASK_OPERATORS),)
 
     def check_module(self, ctx: FileContext):
         feeding = self._mask_attributes(ctx)
@@ -116,7 +120,8 @@ class CachedMaskMutated(Rule):
 
     @staticmethod
     def _mask_attributes(ctx: FileContext) -> Set[str]:
-        """Attributes whose identity reaches an FA/IFA/PFA `atten_mask` in this file: the
+        """Attributes whose identity reaches a fused-attention mask in this file (`atten_mask`, or
+        npu_fusion_attention's positional argument 7): the
         attribute itself, a slice or view of it, `.to()` / `.unsqueeze()` / `.masked_fill()`
         of it, `~it`, an alias (MASK_IDENTITY). Not the arguments of a call that builds a new
         mask (`gen_mask(seq_lens, block_tables)`, `indices < seq_lens`)."""
@@ -124,7 +129,7 @@ class CachedMaskMutated(Rule):
         for oc in ctx.op_calls:
             if oc.name not in MASK_READERS:
                 continue
-            stack = [(v, 0) for v in ctx.args(oc.call).values("atten_mask")]
+            stack = [(v, 0) for v in role_values(oc, ctx, "mask")]
             while stack:
                 expr, depth = stack.pop()
                 if isinstance(expr, ast.Attribute):

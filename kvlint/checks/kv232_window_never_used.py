@@ -67,7 +67,7 @@ class WindowNeverUsed(Rule):
     def _loaded_attributes(ctx: FileContext):
         """Attribute names read anywhere in the module (`self.w`, `layer.w`, `getattr(x, "w")`)."""
         out = set()
-        for node in ast.walk(ctx.index.tree):
+        for node in ctx.index.walk(ctx.index.tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 out.add(node.attr)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):

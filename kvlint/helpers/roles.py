@@ -43,6 +43,26 @@ def role_node(oc: OperatorCall, ctx: FileContext, role: str) -> Optional[ast.AST
     return positional_value(oc, ctx, keyword)
 
 
+def positional_index(oc: OperatorCall, keyword: str) -> Optional[int]:
+    """The schema position of parameter `keyword` (npu_fusion_attention's atten_mask: 7)."""
+    names = [p.name for p in oc.operator.positional_params]
+    return names.index(keyword) if keyword in names else None
+
+
 def operators_with(*roles: str) -> Tuple[str, ...]:
     """The operators (base names) that have a parameter for every one of `roles`."""
     return tuple(op for op in FACTS.operators if all(spelling(op, r) is not None for r in roles))
+
+
+def positional_role_operators(role: str) -> Tuple[str, ...]:
+    """The operators (names) whose schema takes `role` by position (npu_fusion_attention's
+    mask is argument 7): a file may pass it without ever writing the keyword."""
+    from kvlint.catalog import load_catalog
+
+    out = set()
+    for op in load_catalog().operators:
+        keyword = spelling(op.name, role)
+        param = op.param(keyword) if keyword is not None else None
+        if param is not None and param.kind == "positional":
+            out.add(op.name)
+    return tuple(sorted(out))

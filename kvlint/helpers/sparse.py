@@ -1,9 +1,15 @@
-"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be."""
+"""Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be,
+on the whole and branch by branch.
+
+Named heuristic (documented in rules/codes/KV203.toml and KV233.toml):
+- MODE_FOLLOWS_WINDOW: a branch without the band is the no-window side of a condition that
+  reads the window or a window flag (`mode_follows_window`).
+"""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import List, Optional, Set
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
 
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
@@ -98,6 +104,10 @@ class BranchView:
     mode_value: Optional[ast.expr]
     phase: Optional[str]  # what the combination's branch conditions say of the phase
     pre_value: Optional[ast.expr] = None  # the pre_tokens leaf of this combination
+    mask_value: Optional[ast.expr] = None  # the mask leaf of this combination
+    single_query: bool = False  # its branch conditions say every query is one token
+    # the arms it needs: condition key -> (one condition node with that text, "body"/"else")
+    arms: Dict[str, Tuple[ast.expr, str]] = field(default_factory=dict)
 
 
 ABSENT = object()
@@ -123,6 +133,7 @@ def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView
     for combo, arms in combos:
         phases = {ctx.context.arm_phase(tests[k], side == "body") for k, side in arms if k in tests}
         phases.discard(None)
+        single = any(ctx.context.single_query_arm(tests[k], side == "body") for k, side in arms if k in tests)
 
         def lit(role, default, combo=combo):
             v = combo[role]
@@ -136,6 +147,73 @@ def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView
             lit("sparse_mode", FACTS.fa.sparse.default_mask),
             mask is None or (ctx.values.literal(mask) is None and isinstance(mask, ast.Constant)),
             lit("pre_tokens", ABSENT), lit("next_tokens", ABSENT), combo["sparse_mode"],
-            phases.pop() if len(phases) == 1 else None, combo["pre_tokens"]))
+            phases.pop() if len(phases) == 1 else None, combo["pre_tokens"], mask, single,
+            {k: (tests[k], side) for k, side in arms if k in tests}))
     return views
 
+
+def ignores_window(b: BranchView) -> bool:
+    """On this combination sparse_mode is 0 (given or defaulted) with no mask, and
+    `pre_tokens` is a bounded value: the operator forces pre/next_tokens to INT_MAX there
+    (sparse_mode 0 = defaultMask), so that window is ignored."""
+    return b.mode == FACTS.fa.sparse.default_mask and b.mask_none and b.pre is not ABSENT \
+        and b.pre_value is not None and bounded([b.pre])
+
+
+def applies_window(b: BranchView) -> bool:
+    """On this combination `pre_tokens` bounds the attention: the band mode (4), or
+    sparse_mode 0 with a mask (defaultMask with a mask reads pre/next_tokens). Modes 1-3
+    ignore them."""
+    return b.mode in FACTS.fa.sparse.band or (b.mode == FACTS.fa.sparse.default_mask and not b.mask_none)
+
+
+def _outermost(names) -> Set[str]:
+    """The dotted names that are not the base of another one (`self.window`, not `self`)."""
+    names = set(names)
+    return {n for n in names if not any(m.startswith(n + ".") for m in names)}
+
+
+def mode_follows_window(oc: OperatorCall, ctx: FileContext, dropped: BranchView,
+                        applied: BranchView) -> bool:
+    """MODE_FOLLOWS_WINDOW: the branch dropping the window and the branch applying it are the
+    two sides of a condition that reads the window itself or a window flag (`sparse_mode=4
+    if layer.sliding_window_size != -1 else 0`, `if self.use_sliding_window:`, also through a
+    local flag or a predicate method; WINDOW_NAME for the flag): sparse_mode 0 is taken
+    where the layer has no window, so nothing is dropped."""
+    from kvlint.helpers.windows import WINDOW_WORD, guard_mentions, mentioned, window_leaves
+
+    if dropped.pre_value is None:
+        return False
+    names = set(mentioned(dropped.pre_value))
+    for leaf in window_leaves(dropped.pre_value, oc.call, ctx):
+        names.update(mentioned(leaf.expr))
+    names = _outermost(names)
+
+    def about_window(test: ast.expr) -> bool:
+        read = _outermost(guard_mentions(test, ctx))
+        return bool(names & read) or any(WINDOW_WORD in n.rsplit(".", 1)[-1].lower() for n in read)
+
+    return any(key in applied.arms and applied.arms[key][1] != side and about_window(test)
+               for key, (test, side) in dropped.arms.items())
+
+
+def bidirectional_branches(oc: OperatorCall, ctx: FileContext, view: SparseView,
+                           views: Optional[List[BranchView]]) -> List[BranchView]:
+    """The branches KV203 reports (the first of them): off the decode path, sparse_mode 0
+    without a mask drops a band's window, the very `pre_tokens` leaf a sparse_mode 4 branch
+    passes (`if c: mask, mode = None, 0 else: mask, mode = m, 4`). Only for calls whose
+    sparse_mode is 0 on some branches and another literal on others. (`next_tokens=0` there
+    is only the band's other edge: a non-causal branch ignoring it loses nothing it asked
+    for.)"""
+    if not (view.modes_known and FACTS.fa.sparse.default_mask in view.modes
+            and view.modes != {FACTS.fa.sparse.default_mask}):
+        return []
+    if not view.complete and not view.mask_passed:
+        return []
+    from kvlint.analysis.context import DECODE
+
+    if views is None or ctx.context.phase(oc.call) == DECODE:
+        return []
+    bands = [b for b in views if b.mode in FACTS.fa.sparse.band and b.pre_value is not None]
+    return [b for b in views if b.phase != DECODE and ignores_window(b) and
+            any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands)]

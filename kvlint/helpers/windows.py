@@ -1,7 +1,7 @@
-"""Shared by the sliding-window rules (KV230-KV232): where a call's `pre_tokens` value comes
+"""Shared by the sliding-window rules (KV230-KV233): where a call's `pre_tokens` value comes
 from, and which names hold a window.
 
-Named heuristics (documented in rules/codes/KV230.toml .. KV232.toml):
+Named heuristics (documented in rules/codes/KV230.toml .. KV233.toml):
 - HF_SLIDING_WINDOW: a value named exactly `sliding_window` (an attribute, a parameter, a
   `getattr(config, "sliding_window")`) holds Hugging Face's count, which includes the
   current token. `sliding_window_size`, `window_size`, `window_left` and the like follow
@@ -116,6 +116,14 @@ def _walk(expr, at, ctx: FileContext, guards, truthy, subtracted, depth, out, se
             if len(real) == len(values):
                 return
     out.append(WindowLeaf(expr, guards, truthy, subtracted))
+
+
+def carries_window(expr: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """WINDOW_NAME on what `expr` is built from: a window-named name or attribute in it or in
+    a value it is traced to (`pre_tokens=w` after `w = self.sliding_window - 1`). A sequence
+    length (`seq_len`, `k.shape[0]`) is a causal limit, not a window."""
+    exprs = [expr] + [leaf.expr for leaf in window_leaves(expr, at, ctx)]
+    return any(is_window_name(n) for e in exprs for n in ast.walk(e) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 def self_attribute_values(expr: ast.expr, ctx: FileContext) -> List[ast.expr]:

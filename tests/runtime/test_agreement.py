@@ -147,3 +147,23 @@ def test_compressed_mode_without_a_mask(collect, mode):
         t(2, 3, 64), t(2, 5, 32), t(2, 5, 32), num_heads=4, num_key_value_heads=2, scale=0.25,
         input_layout="BSH", pre_tokens=8, atten_mask=None, sparse_mode=mode))
     assert static and runtime
+
+
+# ------------------------------------------------------------------ npu_fusion_attention layouts
+FUSION_QUERIES = {"BSH": (2, 5, 8 * 64), "SBH": (5, 2, 8 * 64), "BSND": (2, 5, 8, 64), "BNSD": (2, 8, 5, 64),
+                  "TND": (10, 8, 64)}
+
+
+@pytest.mark.parametrize("layout", [*FUSION_QUERIES, "NTD", "BNSD_BSND", "SBND", "BSHD", pytest.param(
+    "bsnd", marks=pytest.mark.xfail(strict=True, reason="the guard compares the layout as written; "
+                                    "op-plugin and flash_attention_score_infershape.cpp upper-case it"))])
+def test_fusion_attention_layout(collect, layout):
+    lens = ", actual_seq_qlen=[5, 10], actual_seq_kvlen=[5, 10]" if layout == "TND" else ""
+    text = f"torch_npu.npu_fusion_attention(q, k, v, 8, {layout!r}, scale=0.125{lens})"
+    static = "KV110" in static_codes("KV110", text)
+    q = t(*FUSION_QUERIES.get(layout.upper(), (2, 5, 8, 64)))
+    extra = dict(actual_seq_qlen=[5, 10], actual_seq_kvlen=[5, 10]) if layout == "TND" else {}
+    runtime = "KV110" in runtime_codes(collect, lambda: torch_npu.npu_fusion_attention(
+        q, q.clone(), q.clone(), 8, layout, scale=0.125, **extra))
+    expected = layout.upper() not in FUSION_QUERIES
+    assert static == runtime == expected, f"{layout}: static {static}, runtime {runtime}"

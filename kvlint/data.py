@@ -1,0 +1,14 @@
+"""Where kvlint's rules/ data lives (a module of its own: the result cache asks for it
+without loading the catalog)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def data_dir() -> Path:
+    """`kvlint/_rules` in an installed wheel, the repository's `rules/` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_rules", here.parent / "rules"):
+        if (candidate / "operators.json").is_file():
+            return candidate
+    raise FileNotFoundError("kvlint's rules/ data folder is missing from this installation")

@@ -1,0 +1,68 @@
+"""The byte pre-filter's shortcuts (kvlint/engine.py: words behind shared anchors, words
+holding a shorter word left out, a word skipped when a word it holds is absent, groups
+reordered) give the answers of the plain definition: any word of a rule in the bytes, and
+for `rules_for`, a word of each of its `required_words` groups."""
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kvlint.checks.base import NoCase, Rule
+from kvlint.engine import Checker, _NoCaseBytes, build_prefilter
+
+ALPHABET = b"npu_fsedkvlNPUK"
+CODES = ("KV101", "KV102", "KV103", "KV104", "KV105")  # on by default: the checker keeps them
+# words that hold each other and share 4-byte substrings, in both cases: every shortcut applies
+STEMS = [b"npu_f", b"npu_fused", b"npu_fused_v2", b"npu_kv", b"npu_kv_len", b"kv_len", b"kv_lens", b"KV_Len",
+         b"seq_kv_len", b"NPU_FUSED", b"_len", b"fuse", b"sed_", b"npu_q", b"npu_s", b"xnpu_t"]
+WORDS = st.sampled_from(STEMS)
+DATA = st.lists(st.one_of(st.sampled_from(STEMS), st.binary(max_size=3).map(
+    lambda b: bytes(ALPHABET[c % len(ALPHABET)] for c in b))), max_size=6).map(b"".join)
+
+
+def _word(draw_kind, w):
+    if draw_kind == 0:
+        return w.decode()
+    if draw_kind == 1:
+        return NoCase(w.decode())
+    return re.compile(re.escape(w) + b"[ek]?")
+
+
+def _holds(word, data: bytes) -> bool:
+    if isinstance(word, NoCase):
+        return word.lower().encode() in data.lower()
+    if isinstance(word, str):
+        return word.encode() in data
+    return word.search(data) is not None
+
+
+@st.composite
+def rules(draw):
+    out = []
+    for k in range(draw(st.integers(1, 5))):
+        words = tuple(_word(draw(st.integers(0, 2)), draw(WORDS)) for _ in range(draw(st.integers(1, 4))))
+        groups = tuple(tuple(_word(draw(st.integers(0, 2)), draw(WORDS)) for _ in range(draw(st.integers(1, 3))))
+                       for _ in range(draw(st.integers(0, 2))))
+        rule = type(f"R{k}", (Rule,), {"code": CODES[k], "words": lambda self, s, w=words: w,
+                                       "required_words": lambda self, s, g=groups: g,
+                                       "check_module": lambda self, ctx: ()})
+        out.append(rule())
+    return out
+
+
+@settings(max_examples=500, deadline=None)
+@given(rs=rules(), data=DATA)
+def test_shortcuts_give_the_plain_answers(rs, data):
+    checker = Checker(rules=rs)
+    assert [r.code for r in checker.rules] == [r.code for r in rs]
+    expected = [r.code for r in rs if any(_holds(w, data) for w in r.words(None))
+                and all(any(_holds(w, data) for w in g) for g in r.required_words(None))]
+    assert [r.code for r in checker.rules_for(data)] == expected
+    prefilter = build_prefilter([tuple(_as(w) for w in r.words(None)) for r in rs])
+    assert prefilter.search(data) == any(_holds(w, data) for r in rs for w in r.words(None))
+
+
+def _as(word):
+    if isinstance(word, NoCase):
+        return _NoCaseBytes(word.lower().encode())
+    return word.encode() if isinstance(word, str) else word
