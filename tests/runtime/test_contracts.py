@@ -151,7 +151,8 @@ CASES = {
               rmsnorm()),
     "KV516": (scatter_update(indices=(0, 8)), scatter_update()),
     "KV517": (scatter_pa(cache_mode="PA_NZ"), scatter_pa()),
-    "KV518": (bsh(key_antiquant_mode=7), bsh(key_antiquant_mode=1)),
+    "KV518": (bsh(q=t(2, 1, 64), k=torch.zeros(2, 5, 32, dtype=torch.int8), antiquant_scale=t(1, 32)),
+              bsh(key_antiquant_mode=1)),
     "KV116": (fusion_bsnd(keep_prob=0.0), fusion_bsnd(keep_prob=1.0)),
 }
 
