@@ -204,6 +204,12 @@ ACCEPTED = {
     "antiquant per-token [2, B, S] float32": kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048, dtype=F32),
                                                      antiquant_offset=m(2, 4, 2048, dtype=F32)),
     "npu_incre_flash_attention antiquant per-channel [2, N*D]": kv_int8(op="ifa", antiquant_scale=m(2, 256)),
+    "antiquant_mode 2 on a float cache (read only when antiquant is on: IFA tiling.cpp l.1440)": gqa_paged(
+        antiquant_mode=2),
+    "key_antiquant_mode 6 on a float cache (FIA's CheckSingleParaKeyAntiquantMode runs only for MLA)": gqa_paged(
+        key_antiquant_mode=6),
+    "antiquant_mode 2 (per-tensor-head) with KV int8 (IFA CheckAntiQuantParam: 0, 1 or 2)": kv_int8(
+        antiquant_mode=2, antiquant_scale=m(2)),
     "antiquant split mode (key_/value_antiquant_*: not the combined checks)": kv_int8(
         key_antiquant_scale=m(1, 256), value_antiquant_scale=m(1, 256)),
     # npu_fusion_attention tiling (flash_attention_score_tiling_general.cpp AnalyzeAttrs / AnalyzeOptionalInput)
@@ -304,8 +310,9 @@ REJECTED = {
         mla_bsh(key_antiquant_scale=m(1, 512)), "KV518", "without quantization"),
     "MLA without quantization given quant_scale2 (post-quant)": (mla_bsh(quant_scale2=m(1)), "KV518", "quant_scale2"),
     "MLA without quantization, key_antiquant_mode 1": (mla_bsh(key_antiquant_mode=1), "KV518", "default"),
-    "antiquant_mode 2 (CheckSingleParaAntiquantMode)": (gqa_paged(antiquant_mode=2), "KV518", "[0, 1]"),
-    "key_antiquant_mode 6 (CheckSingleParaKeyAntiquantMode)": (gqa_paged(key_antiquant_mode=6), "KV518", "0, 1, 2"),
+    "key_antiquant_mode 6 with a KV int8 split antiquant (IFA CheckKVAntiQuantMode)": (
+        kv_int8(key_antiquant_scale=m(1, 256), value_antiquant_scale=m(1, 256), key_antiquant_mode=6,
+                value_antiquant_mode=6), "KV518", "0, 1, 2"),
     "utest:case_CheckFeatureMlaNoQuantLayout_mla_058 (NZ cache with BNSD)": (mla_nz(layout="BNSD"), "KV110", "NZ"),
     # KV int8 antiquant: the operator team's IFA unit tests, and the checks they exercise
     "utest:case_antiquantscale_nullptr (antiquant on, no scale)": (

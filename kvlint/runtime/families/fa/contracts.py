@@ -558,26 +558,42 @@ def _quant_names(name: str, keywords) -> tuple:
     return tuple(_RENAMES.get(k, k) if v2 else k for k in keywords)
 
 
-_QUANT_MODES = {name: tuple(zip(_quant_names(name, ("antiquant_mode", "key_antiquant_mode", "value_antiquant_mode")),
-                                (QUANT["antiquant_mode"], QUANT["key_antiquant_mode"], QUANT["value_antiquant_mode"])))
+_QUANT_MODES = {name: tuple(zip(_quant_names(name, ("key_antiquant_mode", "value_antiquant_mode")),
+                                (QUANT["key_antiquant_mode"], QUANT["value_antiquant_mode"])))
                 for name in FACTS.family("fa")}
+_SPLIT_SCALE = {name: _quant_names(name, ("key_antiquant_scale",))[0] for name in FACTS.family("fa")}
 _MLA_ABSENT = {name: _quant_names(name, QUANT["mla_noquant_absent"]) for name in FACTS.family("fa")}
 _MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"]) for name in FACTS.family("fa")}
 
 
+def _ifa_route(call: Call, view: FaView) -> bool:
+    """Is this call tiled by the IFA tiling (npu_incre_flash_attention; FIA decode: Q_S 1, no
+    query_rope, BSH/BSND/BNSD(_NBSD), no NZ cache: FIA tiling.cpp IsUsingIFA)?"""
+    if call.name == "npu_incre_flash_attention":
+        return True
+    return (view.layout in _IFA_LAYOUTS and view.q_seq == 1 and view.query_rope is None and view.k.dim() != 5)
+
+
 @contract(*FACTS.family("fa"), pure=True)
 def quantization(call: Call) -> None:
-    """Antiquant modes in range (FIA tiling_check_single_para.cpp CheckSinglePara*AntiquantMode);
-    MLA without quantization given no quant parameter (tiling_check_existence.cpp
-    CheckParaExistenceMlaNoquant)."""
+    """Separate key/value antiquant modes in range where they are read: KV int8 with a float
+    query on the IFA tiling path, key_antiquant_scale given (IFA tiling.cpp CheckKVAntiQuantMode
+    l.1227-1243; FIA's own CheckSinglePara*AntiquantMode runs only for MLA without
+    quantization: tiling_v3.cpp RouteToFia); MLA without quantization given no quant parameter
+    (tiling_check_existence.cpp CheckParaExistenceMlaNoquant)."""
     args = call.args
-    for arg, allowed in _QUANT_MODES[call.name]:
-        mode = args.get(arg)
-        if mode is not None and mode not in allowed:
-            call.fail("KV518", arg, f"one of {list(allowed)}", str(mode), "the operator rejects the call (561002)")
-            return
     view = call.view
-    if view is None or view.query_rope is None or view.key_rope is None or view.head_dim != MLA["head_dim"]:
+    if view is None:
+        return
+    if (args.get(_SPLIT_SCALE[call.name]) is not None and view.q.dtype in _FLOATS and view.k.dtype == torch.int8
+            and _ifa_route(call, view)):
+        for arg, allowed in _QUANT_MODES[call.name]:
+            mode = args.get(arg)
+            if mode is not None and mode not in allowed:
+                call.fail("KV518", arg, f"one of {list(allowed)}", str(mode),
+                          "the operator rejects the call (IFA CheckKVAntiQuantMode)")
+                return
+    if view.query_rope is None or view.key_rope is None or view.head_dim != MLA["head_dim"]:
         return
     if view.q.dtype != view.k.dtype or view.q.dtype not in MLA_DTYPES:
         return  # quantized MLA
@@ -620,9 +636,8 @@ def antiquant_params(call: Call) -> None:
     q, k = view.q, view.k
     if q.dtype not in _FLOATS:
         return  # full quantization (int8 query): other checks
-    if call.name == "npu_fused_infer_attention_score" and (
-            view.layout not in _IFA_LAYOUTS or view.q_seq != 1 or view.query_rope is not None or k.dim() == 5):
-        return  # FIA's own tiling (TND, prefill, MLA, NZ): not these checks
+    if not _ifa_route(call, view):
+        return  # the PFA tiling (prefill), FIA's own (MLA), TND, NZ: not these checks
     if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
         return  # key / value parameters given separately: the split mode's own checks
     if k.dtype == q.dtype:
