@@ -35,6 +35,7 @@ PSE_INNER_DTYPE = getattr(torch, PSE["inner_dtype"])
 ROPE_DTYPE = getattr(torch, ROPE["dtype"])
 MODES_NOT_TND, MODES_TND = frozenset(SPARSE["modes_not_tnd"]), frozenset(SPARSE["modes_tnd"])
 COMPRESSED = frozenset(SPARSE["compressed_modes"])
+PREFIX_MODES = frozenset((SPARSE["prefix_mode"], SPARSE["prefix_compress_mode"]))
 ROLES = {name: FACTS.operator(name) for name in OPS}
 _Tensor = torch.Tensor
 REJECTS = "the operator rejects the call"
@@ -569,6 +570,10 @@ def fusion_shapes(call: Call) -> None:
 def fusion_values(call: Call) -> None:
     """What reads a list's entries: TND lengths (and the mask, window, pse and dropout_mask
     sizes they give), the prefix list of sparse_mode 5 and 6."""
+    args = call.args
+    layout = args.get("input_layout")
+    if not (isinstance(layout, str) and layout.upper() == "TND") and args.get("sparse_mode") not in PREFIX_MODES:
+        return  # nothing here reads a list outside TND but the prefix of sparse_mode 5/6
     if any(f.severity == "error" for f in call.findings):
         return  # the call is already stopped
     sized = _sized(call, quiet=True)
