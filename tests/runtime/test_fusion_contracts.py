@@ -6,8 +6,8 @@ raises with its code. Cases named `utest:<name>` replay the operator team's unit
 
 Tensors are on the meta device (shapes and dtypes only); the stand-in operator may then fail,
 which the cases ignore. Cases marked `fa:` are calls the operator accepts that the FA-family
-contracts (families/fa/contracts.py, not owned here) still reject: strict xfails, so the day
-they pass the mark must go."""
+contracts (families/fa/contracts.py) used to reject: they now leave these to the fusion
+contracts."""
 import pytest
 import torch
 from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
@@ -276,20 +276,9 @@ def test_accepted_by_the_operator_passes_the_guard(name):
 
 
 @pytest.mark.parametrize("name", sorted(FA_FALSE_REJECTS))
-@pytest.mark.xfail(strict=True, reason="a FA-family contract (families/fa/contracts.py) rejects this accepted call")
-def test_accepted_but_rejected_by_a_fa_family_contract(name):
+def test_accepted_by_the_operator_that_fa_rules_used_to_reject(name):
     findings = [f for f in _collect(FA_FALSE_REJECTS[name]) if f.severity == "error"]
     assert findings == [], [f.message for f in findings]
-
-
-@pytest.mark.parametrize("name", sorted(FA_FALSE_REJECTS))
-def test_fusion_contracts_accept_what_the_fa_family_wrongly_rejects(name):
-    """The fusion contract itself finds nothing in these calls."""
-    from kvlint.runtime import check_call
-
-    op_name, args, kwargs = FA_FALSE_REJECTS[name]
-    codes = [f.code for f in check_call(op_name, _bound(args, kwargs))]
-    assert codes and not {"KV116", "KV117"} & set(codes), codes
 
 
 def _raised(case) -> kvlint.ContractError:
