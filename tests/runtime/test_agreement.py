@@ -12,8 +12,8 @@ from typing import Callable, Dict, List, Tuple
 
 import pytest
 import torch
-
 import torch_npu
+
 from kvlint.engine import Checker
 from kvlint.facts import load_facts
 from kvlint.settings import Settings

@@ -13,7 +13,7 @@ Both derive the sizes as Analyze3DimLayout / Analyze4DimLayout do (`_dims`) and 
 first error."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import torch
 
@@ -46,6 +46,18 @@ class Dims:
     `q_lens`/`kv_lens` the per-request lengths (None when the lists cannot be read)."""
 
     __slots__ = ("layout", "tnd", "b", "n1", "n2", "s1", "s2", "d", "dv", "q_lens", "kv_lens")
+    layout: str
+    tnd: bool
+    n1: int
+    n2: int
+    d: int
+    dv: int
+    # in TND None until the lengths are read (fusion_values), then ints / per-request lists
+    b: Any
+    s1: Any
+    s2: Any
+    q_lens: Any
+    kv_lens: Any
 
 
 def _per_request(ends: Optional[List[int]]) -> Optional[List[int]]:
@@ -100,7 +112,7 @@ def _dims(call: Call, q, k, v, layout: str, checked: bool, quiet: bool = False) 
         dims.dv = vs[2] // n2
         kb = ks[b_axis]
     else:
-        head, seq = {"BSND": (2, 1), "BNSD": (1, 2), "TND": (1, None)}[layout]
+        head, seq = {"BSND": (2, 1), "BNSD": (1, 2), "TND": (1, 0)}[layout]  # TND: no sequence axis
         if qs[head] != n1:
             if not checked:
                 call.fail("KV111", name, f"the query's head count {qs[head]} (input_layout {layout!r})", str(n1),
@@ -161,7 +173,7 @@ def _tnd_lengths(call: Call, dims: Dims, q, k, checked: bool) -> bool:
     """Both lists given, of one length (GEN Analyze3DimLayout l.1174-1176: 'VarLen scene, q is
     not equal kv'); for _v2/_v3 also cumulative and within the tokens (l.1179-1186: T >= sum)."""
     roles = ROLES[call.name]
-    q_arg, kv_arg = roles.keyword("q_lens"), roles.keyword("kv_lens")
+    q_arg, kv_arg = str(roles.keyword("q_lens")), str(roles.keyword("kv_lens"))  # every fusion op has both
     lists = []
     for arg in (q_arg, kv_arg):
         raw = call.get(arg)
@@ -467,6 +479,8 @@ def _sized(call: Call, quiet: bool):
     layout = args.get("input_layout")
     if isinstance(layout, str):
         layout = layout.upper()  # op-plugin and the infershape upper-case it
+    if not isinstance(layout, str):
+        return None  # the dispatcher rejects a non-string layout
     dims = _dims(call, q, k, v, layout, call.name in FA_SEES, quiet)
     if dims is None:
         return None
@@ -478,7 +492,7 @@ def _report_window(call: Call, dims: Dims, sparse: int) -> bool:
     problem = _window(call, dims, sparse)
     if problem:
         roles = ROLES[call.name]
-        pre, nxt = roles.keyword("pre_tokens"), roles.keyword("next_tokens")
+        pre, nxt = str(roles.keyword("pre_tokens")), str(roles.keyword("next_tokens"))
         call.fail("KV117", pre, f"a {pre}/{nxt} window that leaves every query row a key to attend to "
                   f"(sparse_mode={sparse})", f"{pre}={call.get(pre)}, {nxt}={call.get(nxt)}: {problem}",
                   REJECTS + " (sparse band check: 'there is no valid data block' / 'has invalid row')")
