@@ -35,8 +35,8 @@ _loaded = False
 # The order contracts run in, whatever order their modules were imported in: the FA view
 # first (fa's fa_view sets call.view for the rest), the writers' slot values and the stateful
 # kv_len discipline last.
-_MODULE_ORDER = ("fa.contracts", "fa.paged", "fusion.contracts", "mla.contracts", "cache_write.contracts",
-                 "kvlen.contracts")
+_MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fusion.contracts", "mla.contracts",
+                 "cache_write.contracts", "kvlen.contracts")
 # Contracts that keep state across calls (KV401): run by the guard; by check_call on request.
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
 
@@ -58,6 +58,7 @@ def _load() -> None:
         from kvlint.runtime.families.cache_write import contracts as _cw  # noqa: F401  (registration)
         from kvlint.runtime.families.fa import contracts as _fa  # noqa: F401  (registration)
         from kvlint.runtime.families.fa import paged as _paged  # noqa: F401
+        from kvlint.runtime.families.fa import quant_out as _quant_out  # noqa: F401
         from kvlint.runtime.families.fusion import contracts as _fusion  # noqa: F401
         from kvlint.runtime.families.kvlen import contracts as _kvlen  # noqa: F401
         from kvlint.runtime.families.mla import contracts as _mla  # noqa: F401

@@ -1,0 +1,128 @@
+"""Post-quantization of the attention output: quant_scale2 / quant_offset2 (v2: quant_scale_out /
+quant_offset_out) as the IFA tiling (npu_incre_flash_attention, FIA decode on the IFA path) and the
+PFA tiling (npu_prompt_flash_attention) check them. torch_npu makes the output int8 exactly when
+the scale is given, so the tilings' int8-output branch is "a scale was passed".
+Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.post_quant]."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route
+from kvlint.runtime.registry import contract
+
+POST_QUANT = CONTRACTS["post_quant"]
+_KEYWORDS = {name: tuple(pair) for name, pair in POST_QUANT["keywords"].items()}
+_OUT_DTYPE = POST_QUANT["out_dtype_keyword"]
+_IFA_DTYPES = frozenset(getattr(torch, name) for name in POST_QUANT["ifa_dtypes"])
+_PFA_DTYPES = frozenset(getattr(torch, name) for name in POST_QUANT["pfa_dtypes"])
+_IFA_RANKS = frozenset(POST_QUANT["ifa_checked_ranks"])
+_Tensor = torch.Tensor
+
+
+def _ifa_shapes(n: int, d: int) -> list:
+    """IsQuant2ShapeValid (incre_flash_attention_tiling_check.cpp l.641-661)."""
+    return [(1, n, 1, d), (n, 1, d), (n, d), (1, 1, n, d), (1, n, d), (1, n * d), (1, 1, n * d), (n * d,)]
+
+
+def _dtypes(allowed) -> str:
+    return " or ".join(dtype_name(t) for t in sorted(allowed, key=str))
+
+
+def _tensor(value) -> Optional[_Tensor]:
+    return value if isinstance(value, _Tensor) else None
+
+
+def _dtypes_ok(call: Call, scale_pair, offset_pair, allowed, why: str, mismatch: str) -> bool:
+    """The scale's dtype in `allowed`, the offset's (when given) the scale's; fails and returns
+    False otherwise."""
+    (scale_arg, scale), (offset_arg, offset) = scale_pair, offset_pair
+    if scale.dtype not in allowed:
+        call.fail("KV518", scale_arg, _dtypes(allowed), dtype_name(scale.dtype), why)
+        return False
+    if offset is not None and offset.dtype != scale.dtype:
+        call.fail("KV518", offset_arg, f"{dtype_name(scale.dtype)} like {scale_arg}", dtype_name(offset.dtype),
+                  why + mismatch)
+        return False
+    return True
+
+
+@contract(*POST_QUANT["ifa_operators"], pure=True)
+def post_quant_ifa(call: Call) -> None:
+    """IFA tiling ProcessQuant2Dtype / ProcessQuant2 / CheckQuant2Shape on the call's
+    quant_scale2 / quant_offset2 (v2: quant_scale_out / quant_offset_out)."""
+    view = call.view
+    if view is None or view.cache_broken or not _ifa_route(call, view):
+        return
+    args = call.args
+    if args.get(_OUT_DTYPE) is not None:
+        return  # v2's out_dtype sets the output type: not the int8 branch these checks assume
+    scale_arg, offset_arg = _KEYWORDS[call.name]
+    scale, offset = _tensor(args.get(scale_arg)), _tensor(args.get(offset_arg))
+    if scale is None:
+        if offset is not None:
+            call.fail("KV518", offset_arg, f"None without {scale_arg} (the output is int8 only when {scale_arg} "
+                      "is given)", f"a tensor {shape_of(offset)}",
+                      "the operator rejects the call (IFA ProcessQuant2Dtype: the output's dequant offset exist, "
+                      "output data type should be INT8)")
+        return
+    if view.k.dtype not in (torch.float16, torch.bfloat16, torch.int8):
+        return  # int4 caches and others: not checked here
+    why = "the operator rejects the call (IFA ProcessQuant2Dtype)"
+    if not _dtypes_ok(call, (scale_arg, scale), (offset_arg, offset), _IFA_DTYPES, why,
+                      ": the output's dequant scale dtype and offset dtype are not the same"):
+        return
+    if scale.dtype == torch.bfloat16 and view.q.dtype != torch.bfloat16:
+        call.fail("KV518", scale_arg, f"float32 with a {dtype_name(view.q.dtype)} query (bf16 only with a bf16 "
+                  "query)", dtype_name(scale.dtype), why)
+        return
+    n, d = view.num_heads, view.head_dim
+    if not n or not d:
+        return
+    allowed = _ifa_shapes(n, d)
+    for name, t in ((scale_arg, scale), (offset_arg, offset)):
+        if t is None or t.numel() == 1 or t.dim() not in _IFA_RANKS:
+            continue
+        if tuple(t.shape) not in allowed:
+            call.fail("KV518", name, "one element (per-tensor) or per-channel " + ", ".join(
+                str(list(s)) for s in allowed) + f" (N = {n} query heads, D = {d})", shape_of(t),
+                "the operator rejects the call (IFA ProcessQuant2 / CheckQuant2Shape)")
+            return
+
+
+@contract(*POST_QUANT["pfa_operators"], pure=True)
+def post_quant_pfa(call: Call) -> None:
+    """PFA tiling CheckPostQuantParams on quant_scale2 / quant_offset2."""
+    view = call.view
+    if view is None or view.cache_broken:
+        return
+    scale_arg, offset_arg = _KEYWORDS[call.name]
+    args = call.args
+    scale, offset = _tensor(args.get(scale_arg)), _tensor(args.get(offset_arg))
+    if scale is None:
+        return  # no int8 output: CheckPostQuantParams reads nothing
+    why = "the operator rejects the call (PFA CheckPostQuantParams)"
+    size = scale.numel()
+    if size == 0:
+        call.fail("KV518", scale_arg, "a non-empty tensor", shape_of(scale), why + ": quant_scale2 is empty tensor")
+        return
+    if not _dtypes_ok(call, (scale_arg, scale), (offset_arg, offset), _PFA_DTYPES, why,
+                      ": post quant scale dtype and offset dtype must be consistent"):
+        return
+    q = view.q.dtype
+    if q in (torch.float16, torch.bfloat16) and scale.dtype in (torch.float16, torch.bfloat16) and scale.dtype != q:
+        call.fail("KV518", scale_arg, f"float32 or {dtype_name(q)} like the query", dtype_name(scale.dtype),
+                  why + f": {dtype_name(scale.dtype)} post quant scale only with a {dtype_name(scale.dtype)} query")
+        return
+    if offset is not None and offset.numel() != size:
+        call.fail("KV518", offset_arg, f"{size} elements like {scale_arg} {shape_of(scale)}",
+                  f"{offset.numel()} elements {shape_of(offset)}", why)
+        return
+    n, d = view.num_heads, view.head_dim
+    if n and d and size not in (1, n * d):
+        call.fail("KV518", scale_arg, f"1 element (per-tensor) or H = N*D = {n * d} (per-channel)",
+                  f"{size} elements {shape_of(scale)}", why)
+
+
