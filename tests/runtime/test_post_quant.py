@@ -78,6 +78,9 @@ ACCEPTED = {
     # CheckPostQuantParams reads nothing without an int8 output
     "PFA offset without a scale": pfa(quant_offset2=m(1, dtype=F32)),
     "PFA bf16 scale with a bf16 query": pfa(dtype=BF, quant_scale2=m(1024, dtype=BF)),
+    # the empty-tensor path returns before CheckPostQuantParams
+    "PFA empty query, scale of another size": ("npu_prompt_flash_attention", (m(0, 256, 1024), m(0, 256, 1024),
+        m(0, 256, 1024)), dict(num_heads=8, input_layout="BSH", scale_value=0.0625, quant_scale2=m(8, dtype=F32))),
 }
 
 REJECTED = {
@@ -133,3 +136,13 @@ def test_check_call_agrees_with_the_guard():
         assert [f for f in check_call(op_name, _bound(op_name, args, kwargs)) if f.severity == "error"] == [], name
     for name, ((op_name, args, kwargs), _) in REJECTED.items():
         assert [f.code for f in check_call(op_name, _bound(op_name, args, kwargs))][:1] == ["KV518"], name
+
+
+def test_old_tiling_cases_are_not_checked():
+    """IFA CheckIfRollBack: an int8 query (INT8_INT8 output) and a non-paged D >= 1024 go to the old
+    tiling, whose checks are not in the source: a scale of a shape the new tiling rejects passes."""
+    odd = m(4, 1, 10, dtype=F32)
+    int8_query = ("npu_fused_infer_attention_score", (m(4, 1, 1024, dtype=I8), m(4, 512, 256, dtype=I8),
+                                                      m(4, 512, 256, dtype=I8)), dict(fa()[2], quant_scale2=odd))
+    for case in (int8_query, ifa(n=2, d=1024, quant_scale2=odd)):
+        assert [f for f in _collect(case) if f.severity == "error" and "quant_scale2" in f.message] == [], case[0]

@@ -20,6 +20,7 @@ _IFA_DTYPES = frozenset(getattr(torch, name) for name in POST_QUANT["ifa_dtypes"
 _PFA_DTYPES = frozenset(getattr(torch, name) for name in POST_QUANT["pfa_dtypes"])
 _IFA_RANKS = frozenset(POST_QUANT["ifa_checked_ranks"])
 _Tensor = torch.Tensor
+_ROLL_FORWARD_Q = frozenset((torch.float16, torch.bfloat16))  # FP16_INT8 / BF16_INT8: CanChangeToNew
 
 
 def _ifa_shapes(n: int, d: int) -> list:
@@ -68,8 +69,10 @@ def post_quant_ifa(call: Call) -> None:
                       "the operator rejects the call (IFA ProcessQuant2Dtype: the output's dequant offset exist, "
                       "output data type should be INT8)")
         return
-    if view.k.dtype not in (torch.float16, torch.bfloat16, torch.int8):
-        return  # int4 caches and others: not checked here
+    if view.k.dtype not in (torch.float16, torch.bfloat16, torch.int8) or view.q.dtype not in _ROLL_FORWARD_Q:
+        return  # int4 caches; an int8 query with an int8 output (INT8_INT8) rolls back to the old tiling
+    if (view.head_dim or 0) >= POST_QUANT["ifa_rollback_head_dim"] and view.block_table is None:
+        return  # non-paged D >= 1024: the old tiling (CheckIfRollBack), whose checks are not in the source
     why = "the operator rejects the call (IFA ProcessQuant2Dtype)"
     if not _dtypes_ok(call, (scale_arg, scale), (offset_arg, offset), _IFA_DTYPES, why,
                       ": the output's dequant scale dtype and offset dtype are not the same"):
@@ -103,6 +106,8 @@ def post_quant_pfa(call: Call) -> None:
     scale, offset = _tensor(args.get(scale_arg)), _tensor(args.get(offset_arg))
     if scale is None:
         return  # no int8 output: CheckPostQuantParams reads nothing
+    if view.q.numel() == 0 or view.k.numel() == 0:
+        return  # the empty-tensor path returns before CheckPostQuantParams (RunBigKernelTilingWithParams l.4206)
     why = "the operator rejects the call (PFA CheckPostQuantParams)"
     size = scale.numel()
     if size == 0:
