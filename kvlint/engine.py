@@ -9,6 +9,7 @@ import traceback
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from kvlint.analysis.context import AnyOf, LowercasePattern
 from kvlint.analysis.findings import FileResult, Finding
 from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.project import Project
@@ -38,14 +39,17 @@ class Checker:
 
         def word(w):
             w = _as_bytes(w)
-            key = (type(w), w) if isinstance(w, bytes) else (w.pattern, w.flags)
+            key = (type(w), w) if isinstance(w, bytes) else (type(w), w.pattern, w.flags)
             return canon.setdefault(key, w)
 
-        self._rule_words = {r.code: tuple(word(w) for w in r.words(settings)) for r in self.rules}
+        def expand(ws):  # an AnyOf word is there when one of its parts is: its parts, each tested once
+            return tuple(word(p) for w in ws for p in (w.parts if isinstance(w, AnyOf) else (w,)))
+
+        self._rule_words = {r.code: expand(r.words(settings)) for r in self.rules}
         # the groups in the order cheapest to decide (all of any of pure tests: the order never
         # changes the answer): groups of plain words first, and in a group its plain words
         # before its regexes
-        self._required = {r.code: sorted((tuple(sorted((word(w) for w in group), key=_is_regex))
+        self._required = {r.code: sorted((tuple(sorted(expand(group), key=_is_regex))
                                           for group in r.required_words(settings)),
                                          key=lambda g: any(map(_is_regex, g)))
                           for r in self.rules}
@@ -110,6 +114,10 @@ class Checker:
                     hit = w in lower[0]
                 elif type(w) is bytes:
                     hit = w in data
+                elif isinstance(w, LowercasePattern):
+                    if not lower:
+                        lower.append(data.lower())
+                    hit = w.regex.search(lower[0]) is not None
                 else:
                     hit = w.search(data) is not None
                 searched[id(w)] = hit

@@ -84,3 +84,47 @@ def test_kv224_pattern_spacing_and_every_augmented_operator(text):
 def test_new_rule_patterns_allow_spacing(module, pattern, text):
     import importlib
     assert getattr(importlib.import_module(f"kvlint.checks.{module}"), pattern).search(text.encode())
+
+
+def test_fast_prefilter_patterns_answer_as_the_plain_regexes():
+    """The pre-filter patterns written for speed (LowercasePattern, AnyOf, the look-behind
+    after the literal, KV223's groups) find what the plain regexes they replace find."""
+    import random
+    import re
+
+    from kvlint.analysis.context import layer_loop_pattern
+    from kvlint.checks.kv223_mask_cast_to_int import INT_CAST_PATTERN, PREFILTER_GROUPS
+    from kvlint.checks.kv224_getter_mask_mutated import _INPLACE_NAMES, MUTATION_PATTERN
+    from kvlint.helpers.lengths import INPLACE_METHODS
+
+    names = HeuristicNames()
+    words = b"|".join(re.escape(w.encode()) for w in sorted(set(names.kv_length_names), key=len, reverse=True))
+    methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
+    inner = rb"[^\[\]]*"
+    for _ in range(2):
+        inner = rb"(?:[^\[\]]|\[" + inner + rb"\])*"
+    write = re.compile(rb"\b(?:" + words + rb")\b(?:\s|\\|\)|\[" + inner + rb"\])*(?:(?::[^=\n]*)?"
+                       rb"(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)|\.\s*(?:" + methods + rb")\s*\()", re.IGNORECASE)
+    loop_words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
+    loop = re.compile(rb"for\b(?<![A-Za-z0-9_]for)(?>[^:]*?\bin\b)[^:]*?\b(?:" + loop_words
+                      + rb")\b|\.(?:" + loop_words + rb")\[")
+    table = re.compile(rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?(?:\s|\\|\))*(?::[^=\n]*)?=(?!=)")
+    mask = re.compile(rb"(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=|mask[\s\\]*\.[\s\\]*(?-i:"
+                      + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
+
+    def groups(data):
+        return all(any((w.encode() in data) if isinstance(w, str) else w.search(data) for w in g)
+                   for g in PREFILTER_GROUPS)
+
+    pairs = [(write.search, kv_length_write_pattern(names).search), (loop.search, layer_loop_pattern(names).search),
+             (table.search, BLOCK_TABLE_WRITE.search), (mask.search, MUTATION_PATTERN.search),
+             (INT_CAST_PATTERN.search, groups)]
+    tokens = [b"kv_len", b"KV_Len", b"Seq_Lens", b"block_table", b"block_tables", b"xblock_table", b"_", b"for",
+              b" in ", b"layers", b".layers[", b":", b" ", b"\\\n", b"(", b")", b"[", b"]", b"=", b"+=", b"==",
+              b".", b"add_", b"ADD_", b"fill_", b"mask", b"MASK", b"\"", b"'", b"a", b"*=", b"int8", b"byte",
+              b"char", b".to"]
+    rng = random.Random(7)
+    for _ in range(20000):
+        data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 9)))
+        for old, new in pairs:
+            assert (old(data) is None) == (not new(data)), data

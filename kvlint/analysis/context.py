@@ -64,6 +64,40 @@ def layer_class_words(names: HeuristicNames) -> Tuple[str, ...]:
     return tuple(names.layer_class_words) + ("Attention", "Attn")
 
 
+class LowercasePattern:
+    """A byte pattern searched over the lowercased bytes: what an `re.IGNORECASE` pattern
+    whose only letters are in its literal words finds, found about twice as fast (sre folds
+    the case of every byte it compares otherwise). `pattern` is the lowercase pattern without
+    the flag; the engine's pre-filter searches it over the file's lowercased bytes, which it
+    computes once for the NoCase words too."""
+
+    def __init__(self, pattern: "re.Pattern[bytes]"):
+        assert not pattern.flags & re.IGNORECASE and pattern.pattern == pattern.pattern.lower()
+        self.regex = pattern
+        self.pattern = pattern.pattern
+        self.flags = pattern.flags
+
+    def search(self, data: bytes):
+        return self.regex.search(data.lower())
+
+
+class AnyOf:
+    """A pre-filter word that is there when any of its parts (substrings, patterns) is: the
+    engine tests the parts one by one, substrings first (a pattern whose alternatives start
+    with different bytes is searched byte by byte; a substring test runs at memchr speed)."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+        self.pattern = b"|".join(p if isinstance(p, bytes) else p.pattern for p in parts)
+        self.flags = 0
+
+    def search(self, data: bytes):
+        for p in self.parts:
+            if (p in data) if isinstance(p, bytes) else p.search(data) is not None:
+                return p
+        return None
+
+
 @lru_cache(maxsize=8)
 def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `class` statement whose name holds a LAYER_CLASS word (the
@@ -75,7 +109,7 @@ def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
 
 
 @lru_cache(maxsize=8)
-def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
+def layer_loop_pattern(names: HeuristicNames) -> AnyOf:
     """For the byte pre-filter: a `for ... in ...<loop word>` header (PER_LAYER_LOOP reads the
     loop's iterable only; `h` is in every file, a loop over a name `h` is not), or a loop
     word subscripted (`layer = self.layers[i]` in a `for i in range(...)` loop). A header may
@@ -85,10 +119,11 @@ def layer_loop_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     # the same as `\bfor\b[^:]*?\bin\b[^:]*?\b(?:words)\b|...`, written to search fast: the
     # boundary before `for` as a look-behind (a literal start), and the first `in` of the
     # header taken once and for all (an atomic group: when no loop word follows the first
-    # `in` before the `:`, none follows a later one), where Python has atomic groups
+    # `in` before the `:`, none follows a later one), where Python has atomic groups; the
+    # subscripted forms (`.layers[`) are substrings
     first_in = rb"(?>[^:]*?\bin\b)" if sys.version_info >= (3, 11) else rb"[^:]*?\bin\b"
-    return re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b|\.(?:"
-                      + words + rb")\[")
+    header = re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b")
+    return AnyOf(*(b"." + w.encode() + b"[" for w in names.layer_loop_words), header)
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:

@@ -16,6 +16,10 @@ INT_DTYPES = ("int8", "uint8")
 INT_METHODS = {"byte": "uint8", "char": "int8"}
 # what a finding needs in the bytes: an int8/uint8 dtype, or `.byte(` / `.char(` however spaced
 INT_CAST_PATTERN = re.compile(rb"int8|\.\s*(?:byte|char)\s*\(")
+# the same condition for the pre-filter, as all-of groups of any-of words (`int8` or both
+# `byte`/`char` and the call pattern): plain substring tests decide most files, ~3x faster
+_CALL_PATTERN = re.compile(rb"\.\s*(?:byte|char)\s*\(")
+PREFILTER_GROUPS = (("int8", "byte", "char"), ("int8", _CALL_PATTERN))
 
 
 def int_cast(expr: ast.expr) -> Optional[ast.Call]:
@@ -30,7 +34,7 @@ class MaskCastToInt(Rule):
     operators = MASK_READERS
 
     def required_words(self, settings):
-        return ((INT_CAST_PATTERN,),)
+        return PREFILTER_GROUPS
 
     def check_call(self, oc, ctx: FileContext):
         if oc.variant == "workspace":

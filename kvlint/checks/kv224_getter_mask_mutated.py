@@ -4,6 +4,7 @@ import ast
 import re
 from typing import Iterator, Optional, Tuple
 
+from kvlint.analysis.context import AnyOf, LowercasePattern
 from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
@@ -14,9 +15,29 @@ MASK_WORD = "mask"
 # What a finding needs in the bytes: a name ending in "mask" changed in place (the rule reports
 # exactly these forms, so the pre-filter pattern is a necessary condition).
 _INPLACE_NAMES = "|".join(sorted(INPLACE))
-MUTATION_PATTERN = re.compile(
-    rb"(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])="
-    rb"|mask[\s\\]*\.[\s\\]*(?-i:" + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
+# The same as `(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=|mask[\s\\]*\.[\s\\]*(?-i:NAMES)[\s\\]*\(`,
+# ~3x faster: the augmented assignment over the lowercased bytes, the method call tried after
+# each `mask` (in any case) a substring search finds.
+_METHOD_CALL = re.compile(rb"[\s\\]*\.[\s\\]*(?:" + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
+
+
+class _MaskMethodCall:
+    pattern = rb"(?i:mask)" + _METHOD_CALL.pattern
+    flags = 0
+
+    def search(self, data: bytes):
+        low = data.lower()
+        at = low.find(b"mask")
+        while at >= 0:
+            found = _METHOD_CALL.match(data, at + 4)
+            if found is not None:
+                return found
+            at = low.find(b"mask", at + 1)
+        return None
+
+
+MUTATION_PATTERN = AnyOf(LowercasePattern(re.compile(rb"mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=")),
+                         _MaskMethodCall())
 # Calls whose result may share storage with their receiver: slicing keeps it, and these
 # return the receiver itself when nothing needs to change (`.contiguous()` of a contiguous
 # slice, `.to()` to the same dtype and device, `.float()` of a float tensor).

@@ -17,8 +17,10 @@ PAGED_READERS = FACTS.family("paged_readers")
 
 BLOCK_TABLE_NAMES = ("block_table", "block_tables")
 # For the byte pre-filter: an assignment to one of those names, attributes or dict entries.
+# (the word boundary before `block_table` as a look-behind after it: the search then skips to
+# each `block_table` at memchr speed, ~35x faster than the look-behind first)
 BLOCK_TABLE_WRITE = re.compile(
-    rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?(?:\s|\\|\))*(?::[^=\n]*)?=(?!=)")
+    rb"block_table(?<![A-Za-z0-9_]block_table)s?(?:[\"']\s*\])?(?:\s|\\|\))*(?::[^=\n]*)?=(?!=)")
 # Heuristic INDEXING_ONLY_USES: an int64 table used only through these is an index, not an
 # operator input (torch indexing wants int64).
 INDEXING_USES = ("index_select", "gather", "take", "take_along_dim", "index_put", "index_put_", "scatter")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kvlint.analysis.context import HeuristicNames
+from kvlint.analysis.context import HeuristicNames, LowercasePattern
 
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.
 INPLACE_METHODS = frozenset({
@@ -16,13 +16,16 @@ INPLACE_METHODS = frozenset({
 
 
 @lru_cache(maxsize=8)
-def kv_length_write_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
+def kv_length_write_pattern(names: HeuristicNames) -> LowercasePattern:
     """A KV_LENGTH_NAMES name being written (for the byte pre-filter of the rules that report
     only such writes): `kv_len += 1`, `m.Seq_Lens[i] = x`, `self.kv_len: T = x`,
     `kv_len.add_(1)`, `(kv_len) += 1`. Any case, as `is_kv_length_name` lowercases. Between
     the name and the store: spaces, line continuations, closing parentheses and subscripts
-    (brackets nested up to three deep, across lines)."""
-    words = b"|".join(re.escape(w.encode()) for w in sorted(set(names.kv_length_names), key=len, reverse=True))
+    (brackets nested up to three deep, across lines). Searched over the lowercased bytes
+    (LowercasePattern): its only letters are the names' and the methods' (lowercase), the
+    rest (`\\s`, `\\b`, the punctuation classes) is the same in any case."""
+    words = b"|".join(re.escape(w.lower().encode())
+                      for w in sorted({n.lower() for n in names.kv_length_names}, key=lambda w: (-len(w), w)))
     methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
     inner = rb"[^\[\]]*"
     for _ in range(2):
@@ -30,4 +33,4 @@ def kv_length_write_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     gap = rb"(?:\s|\\|\)|\[" + inner + rb"\])*"
     store = rb"(?::[^=\n]*)?(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)"
     call = rb"\.\s*(?:" + methods + rb")\s*\("
-    return re.compile(rb"\b(?:" + words + rb")\b" + gap + rb"(?:" + store + rb"|" + call + rb")", re.IGNORECASE)
+    return LowercasePattern(re.compile(rb"\b(?:" + words + rb")\b" + gap + rb"(?:" + store + rb"|" + call + rb")"))
