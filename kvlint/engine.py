@@ -270,11 +270,11 @@ def _anchored(words, size: int = 4) -> List[Tuple[Optional[bytes], List[bytes]]]
         for w in rest:
             for gram in {w[k:k + size] for k in range(len(w) - size + 1)}:
                 counts[gram] = counts.get(gram, 0) + 1
-        gram = max(sorted(counts), key=counts.__getitem__, default=None)
-        if gram is None or counts[gram] < 3:
+        best = max(sorted(counts), key=counts.__getitem__, default=None)
+        if best is None or counts[best] < 3:
             break
-        groups.append((gram, [w for w in rest if gram in w]))
-        rest = [w for w in rest if gram not in w]
+        groups.append((best, [w for w in rest if best in w]))
+        rest = [w for w in rest if best not in w]
     if rest:
         groups.append((None, rest))
     return groups

@@ -12,8 +12,8 @@ from typing import Callable, Dict, List, Tuple
 
 import pytest
 import torch
-
 import torch_npu
+
 from kvlint.engine import Checker
 from kvlint.facts import load_facts
 from kvlint.settings import Settings
@@ -154,9 +154,7 @@ FUSION_QUERIES = {"BSH": (2, 5, 8 * 64), "SBH": (5, 2, 8 * 64), "BSND": (2, 5, 8
                   "TND": (10, 8, 64)}
 
 
-@pytest.mark.parametrize("layout", [*FUSION_QUERIES, "NTD", "BNSD_BSND", "SBND", "BSHD", pytest.param(
-    "bsnd", marks=pytest.mark.xfail(strict=True, reason="the guard compares the layout as written; "
-                                    "op-plugin and flash_attention_score_infershape.cpp upper-case it"))])
+@pytest.mark.parametrize("layout", [*FUSION_QUERIES, "NTD", "BNSD_BSND", "SBND", "BSHD", "bsnd"])
 def test_fusion_attention_layout(collect, layout):
     lens = ", actual_seq_qlen=[5, 10], actual_seq_kvlen=[5, 10]" if layout == "TND" else ""
     text = f"torch_npu.npu_fusion_attention(q, k, v, 8, {layout!r}, scale=0.125{lens})"

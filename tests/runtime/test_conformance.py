@@ -226,7 +226,7 @@ ACCEPTED = {
                                                                sparse_mode=3),
     "npu_fusion_attention sparse 6 (prefix compressed), mask (3072, 2048)": fusion(
         m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD", atten_mask=m(3072, 2048, dtype=torch.bool),
-        sparse_mode=6, prefix=[1, 2]),
+        sparse_mode=6, prefix=[2, 3]),  # each in [max(S2 - S1, 0), S2] = [2, 7]: GetPrefixNList l.1347-1349
     "npu_fusion_attention keep_prob 0.9": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",
                                                  keep_prob=0.9),
     "npu_fusion_attention pse (B, N1, S1, S2)": fusion(m(2, 8, 5, 64), m(2, 8, 7, 64), m(2, 8, 7, 64), 8, "BNSD",

@@ -154,6 +154,8 @@ CASES = {
     "KV518": (bsh(q=t(2, 1, 64), k=torch.zeros(2, 5, 32, dtype=torch.int8), antiquant_scale=t(1, 32)),
               bsh(key_antiquant_mode=1)),
     "KV116": (fusion_bsnd(keep_prob=0.0), fusion_bsnd(keep_prob=1.0)),
+    "KV117": (fusion_bsnd(atten_mask=torch.zeros(3, 5, dtype=torch.bool), pre_tockens=-1, next_tockens=-1),
+              fusion_bsnd(atten_mask=torch.zeros(3, 5, dtype=torch.bool), pre_tockens=3, next_tockens=0)),
 }
 
 

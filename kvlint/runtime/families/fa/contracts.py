@@ -39,6 +39,11 @@ BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
 OP_LAYOUT_RANK = {"npu_fusion_attention": dict(CONTRACTS["fusion"]["layouts"])}
+# flash_attention_score's own checks (families/fusion/contracts.py, rules/facts/fusion.toml) replace
+# the FIA-derived ones for these: dtypes (fp32 accepted, AnalyzeDtype l.985), contiguity (aclnn
+# makes every input contiguous, Contiguous l.536-570), TND masks per sparse_mode (l.4098, l.1549),
+# TND token counts (T >= the sum of the lengths, l.1180-1186), layout case (infershape l.57-63)
+FUSION_OPS = frozenset(FACTS.family("fusion_attention"))
 NZ_BYTES = CONTRACTS["nz_bytes"]
 SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
 SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
@@ -113,6 +118,8 @@ def fa_view(call: Call) -> None:
     if not (isinstance(q, _Tensor) and isinstance(k, _Tensor) and isinstance(v, _Tensor)):
         return  # tensor lists / odd inputs: the dispatcher reports those itself
     layout = args.get(roles.layout, "BSH")
+    if call.name in FUSION_OPS and isinstance(layout, str):
+        layout = layout.upper()  # op-plugin upper-cases it (flash_attention_score_infershape.cpp)
     ranks = OP_LAYOUT_RANK.get(call.name, LAYOUT_RANK)
     rank = ranks.get(layout)
     if rank is None:
@@ -325,7 +332,7 @@ def key_value_shapes(call: Call) -> None:
 @contract(*FA_OPS, pure=True)
 def contiguity(call: Call) -> None:
     view = call.view
-    if view is None:
+    if view is None or call.name in FUSION_OPS:
         return
     m, qr, kr = view.mask, view.query_rope, view.key_rope
     if (view.q.is_contiguous() and view.k.is_contiguous() and view.v.is_contiguous()
@@ -344,8 +351,8 @@ def contiguity(call: Call) -> None:
 @contract(*FA_OPS, pure=True)
 def dtypes(call: Call) -> None:
     view = call.view
-    if view is None:
-        return
+    if view is None or call.name in FUSION_OPS:
+        return  # fusion: fp16/bf16/fp32, one dtype (fusion/contracts.py)
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
     if qd not in QUERY_DTYPES:
@@ -721,7 +728,7 @@ def mask(call: Call) -> None:
         call.fail("KV205", name, " or ".join(DATA.mask.dtypes), dtype_name(m.dtype),
                   "a float mask is rejected (or, in older builds, misread as a boolean one)")
         return
-    if view.tnd and roles.sparse_mode:
+    if view.tnd and roles.sparse_mode and call.name not in FUSION_OPS:
         if (m is None and sparse != 0) or (m is not None and sparse not in TND_SPARSE_WITH_MASK):
             call.fail("KV212", "sparse_mode", f"0 without atten_mask, or {'/'.join(map(str, sorted(TND_SPARSE_WITH_MASK)))} with the {_SQ} mask (TND)",
                       f"{sparse} {'without' if m is None else 'with'} a mask", "TND attention is masked wrongly")
@@ -808,7 +815,7 @@ def _tnd_lengths(call: Call, view: FaView, q_arg, kv_arg) -> None:
                 return
             if total is None and not view.paged:
                 total = int(view.k.shape[0] if view.base == "TND" else view.k.shape[1])
-            if total is not None and values[-1] != total:
-                call.fail("KV315", arg, f"a last entry equal to the token count {total}",
+            if total is not None and (values[-1] > total if call.name in FUSION_OPS else values[-1] != total):
+                call.fail("KV315", arg, f"a last entry {'<=' if call.name in FUSION_OPS else 'equal to'} the token count {total}",
                               str(values[-1]), "tokens past the last offset are never attended / read")
                 return
