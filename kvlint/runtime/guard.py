@@ -228,7 +228,8 @@ class _Guarded:
             spec = self._spec
             bound = spec.defaults.copy()
             if args:
-                bound.update(zip(spec.positional, args))
+                for name, value in zip(spec.positional, args):  # cheaper than update(zip(...))
+                    bound[name] = value
             if kwargs:
                 bound.update(kwargs)
             traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)

@@ -105,38 +105,52 @@ def signature(args, kwargs) -> Optional[tuple]:
     """The call's signature (module docstring), or None when an argument has none (a list
     holding anything but ints, an object). The schema defaults are the same on every call of
     an operator, so only what the caller passed counts: how many positionally, the keyword
-    names in call order, then one item per value: a tensor's (shape, dtype, True when
-    contiguous, else its strides); a string or None as it is; a number's or bool's (type,
-    value); a list's or tuple's (type, length). Items of different kinds never compare equal,
-    so two different calls never share a signature."""
-    values = (*args, *kwargs.values()) if kwargs else args
-    try:
-        parts = [(v.shape, v.dtype, v.is_contiguous() or v.stride()) if v.__class__ is _Tensor else
-                 v if v.__class__ in _AS_IS else (v.__class__, v) if v.__class__ in _NUMBERS else _other(v)
-                 for v in values]
-    except _Uncacheable:
-        return None
-    return (len(args), *kwargs, *parts)
+    names in call order, then, flat, per value: a tensor's shape (a torch.Size), dtype and True
+    when contiguous, else its strides; a string or None as it is; a number's or bool's type and
+    value; a list's or tuple's type and length. The first item of a value tells its kind and so
+    how many items follow (a Size or tuple: 3; a str or None: 1; a type: 2), so two different
+    calls never share a signature."""
+    parts = [len(args), *kwargs]
+    add = parts.append
+    for v in (*args, *kwargs.values()) if kwargs else args:
+        cls = type(v)
+        if cls is _Tensor:
+            add(v.shape)
+            add(v.dtype)
+            add(v.is_contiguous() or v.stride())
+        elif cls is str or v is None:
+            add(v)
+        elif cls is int or cls is float or cls is bool:  # the type in the item: 1, 1.0 and True are equal as values
+            add(cls)
+            add(v)
+        elif isinstance(v, _Tensor):  # Parameter and other subclasses
+            add(v.shape)
+            add(v.dtype)
+            add(v.is_contiguous() or v.stride())
+        elif cls is list or cls is tuple:
+            for item in v:
+                if type(item) is not int:
+                    return None
+            add(cls)
+            add(len(v))
+        else:
+            return None
+    return tuple(parts)
 
 
-_AS_IS = frozenset((str, type(None)))
-_NUMBERS = frozenset((int, float, bool))  # type in the item: 1, 1.0 and True are equal as values
+class _Verdicts(dict):
+    """signature -> verdict, and `last`: the (signature, verdict) found last, compared before
+    the dict is hashed into (the layers of a model repeat one signature)."""
 
+    __slots__ = ("last",)
 
-class _Uncacheable(Exception):
-    """An argument the signature cannot describe exactly."""
+    def __init__(self):
+        super().__init__()
+        self.last = None
 
-
-def _other(value):
-    if isinstance(value, _Tensor):  # Parameter and other subclasses
-        return (value.shape, value.dtype, value.is_contiguous() or value.stride())
-    cls = value.__class__
-    if cls is list or cls is tuple:
-        for item in value:
-            if item.__class__ is not int:
-                raise _Uncacheable()
-        return (cls, len(value))
-    raise _Uncacheable()
+    def clear(self) -> None:
+        self.last = None
+        super().clear()
 
 
 class Plan:
@@ -149,7 +163,7 @@ class Plan:
     def __init__(self, contracts):
         self.pure = tuple(fn for fn in contracts if getattr(fn, "kvlint_pure", False))
         self.rest = tuple(fn for fn in contracts if not getattr(fn, "kvlint_pure", False))
-        self.verdicts: Dict[tuple, tuple] = {}
+        self.verdicts = _Verdicts()
 
 
 _PLANS: Dict[str, Plan] = {}
@@ -185,7 +199,16 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
     """Run `plan` on `call`: its pure contracts, or their cached verdict for signature `key`
     (None: not cached), then the rest. `crashed(contract, call, exc)` reports a contract that
     raised something other than ContractError."""
-    entry = plan.verdicts.get(key) if key is not None else None
+    entry = None
+    if key is not None:
+        verdicts = plan.verdicts
+        last = verdicts.last
+        if last is not None and last[0] == key:
+            entry = last[1]
+        else:
+            entry = verdicts.get(key)
+            if entry is not None:
+                verdicts.last = (key, entry)
     if entry is not None:
         template, findings = entry
         if template is not None:
@@ -207,9 +230,11 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
             if len(verdicts) >= VERDICTS_PER_OPERATOR:
                 verdicts.clear()
             view = call.view
-            verdicts[key] = (view.detached() if view is not None else None,
-                             tuple((f.code, f.op, f.argument, f.expected, f.given, f.consequence, f.severity)
-                                   for f in call.findings[before:]))
+            entry = (view.detached() if view is not None else None,
+                     tuple((f.code, f.op, f.argument, f.expected, f.given, f.consequence, f.severity)
+                           for f in call.findings[before:]))
+            verdicts[key] = entry
+            verdicts.last = (key, entry)
     for fn in plan.rest:
         try:
             fn(call)

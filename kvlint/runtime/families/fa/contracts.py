@@ -78,29 +78,34 @@ class FaView:
 
     __slots__ = ("roles", "layout", "base", "q", "k", "v", "num_heads", "kv_heads", "batch", "q_seq",
                  "q_heads", "head_dim", "paged", "tnd", "sparse", "mask", "block_table", "block_size",
-                 "query_rope", "key_rope", "scale", "cache_broken", "table_check", "mla_tokens")
+                 "query_rope", "key_rope", "scale", "cache_broken", "table_check", "mla_tokens", "numbers")
 
     def detached(self) -> "FaView":
-        view = self.attached(None)
+        view = FaView()
+        view.numbers = (self.roles, self.layout, self.base, self.num_heads, self.kv_heads, self.batch, self.q_seq,
+                        self.q_heads, self.head_dim, self.paged, self.tnd, self.sparse, self.block_size,
+                        self.scale, self.cache_broken, self.table_check, self.mla_tokens)
+        view._set_numbers()
         view.q = view.k = view.v = view.mask = view.block_table = view.query_rope = view.key_rope = None
         return view
 
+    def _set_numbers(self) -> None:
+        (self.roles, self.layout, self.base, self.num_heads, self.kv_heads, self.batch, self.q_seq, self.q_heads,
+         self.head_dim, self.paged, self.tnd, self.sparse, self.block_size, self.scale, self.cache_broken,
+         self.table_check, self.mla_tokens) = self.numbers
+
     def attached(self, args) -> "FaView":
-        """A copy of the numbers with the tensors of the call whose bound arguments are `args`
-        (None: the tensors stay unset)."""
-        view, roles = FaView(), self.roles
-        view.roles, view.layout, view.base, view.num_heads, view.kv_heads = (
-            roles, self.layout, self.base, self.num_heads, self.kv_heads)
-        view.batch, view.q_seq, view.q_heads, view.head_dim, view.paged, view.tnd = (
-            self.batch, self.q_seq, self.q_heads, self.head_dim, self.paged, self.tnd)
-        view.sparse, view.block_size, view.scale, view.cache_broken = (
-            self.sparse, self.block_size, self.scale, self.cache_broken)
-        view.table_check, view.mla_tokens = self.table_check, self.mla_tokens
-        if args is not None:
-            get = args.get
-            view.q, view.k, view.v = args["query"], args["key"], args["value"]
-            view.mask, view.query_rope, view.key_rope = get(roles.mask), get(roles.query_rope), get(roles.key_rope)
-            view.block_table = get(roles.block_table) if roles.block_table else None
+        """A copy of a detached view's numbers with the tensors of the call whose bound
+        arguments are `args` (one unpacking of the numbers: the cache's hit path)."""
+        view = FaView()
+        numbers = view.numbers = self.numbers
+        (view.roles, view.layout, view.base, view.num_heads, view.kv_heads, view.batch, view.q_seq, view.q_heads,
+         view.head_dim, view.paged, view.tnd, view.sparse, view.block_size, view.scale, view.cache_broken,
+         view.table_check, view.mla_tokens) = numbers
+        roles, get = numbers[0], args.get
+        view.q, view.k, view.v = args["query"], args["key"], args["value"]
+        view.mask, view.query_rope, view.key_rope = get(roles.mask), get(roles.query_rope), get(roles.key_rope)
+        view.block_table = get(roles.block_table) if roles.block_table else None
         return view
 
 

@@ -43,11 +43,11 @@ def _version_of(call: Call, tensor: torch.Tensor):
         return None
 
 
-def _observe(key, tensor: torch.Tensor, layer, version):
-    """Record that `layer` saw `tensor` (at `version`) for (operator, argument) `key`; return
-    (old, new) version when it was mutated in place since an earlier layer of the same step."""
+def _observe(key, tensor: torch.Tensor, layer, version, pointer):
+    """Record that `layer` saw `tensor` (at `version`, data pointer `pointer`) for (operator,
+    argument, scheme) `key`; return (old, new) version when it was mutated in place since an
+    earlier layer of the same step. The caller holds _lock."""
     state = _state.get(key)
-    pointer = tensor.data_ptr()
     if state is None or state[0] != id(tensor) or state[1] != pointer:  # identity and pointer; no reference kept
         _state[key] = [id(tensor), pointer, version, {layer}]
         return None
@@ -93,32 +93,37 @@ def _describe(before, after) -> str:
     return f"version {before} -> {after}"
 
 
-_TRACKED_ARGS = {name: tuple(key[1] for key in keys) for name, keys in _TRACKED.items()}
+# per operator: (argument, its state key under the cache scheme, under the frame scheme)
+_KEYS = {name: tuple((key[1], key + ("cache",), key + ("frame",)) for key in keys) for name, keys in _TRACKED.items()}
 
 
 @contract(*_TRACKED.keys())
 def kv_len_discipline(call: Call) -> None:
     if call.tracing:
         return  # meta stand-ins of traced tensors: no identity, no version
-    args, name = call.args, call.name
+    args = call.args
     scheme = layer = mutated = None
-    for arg in _TRACKED_ARGS[name]:
-        tensor = args.get(arg)
-        if type(tensor) is not _Tensor:
-            continue
-        try:
-            version = tensor._version
-        except RuntimeError:  # an inference tensor
-            version = _version_of(call, tensor)
-            if version is None:
+    _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)
+    try:
+        for arg, cache_key, frame_key in _KEYS[call.name]:
+            tensor = args.get(arg)
+            if type(tensor) is not _Tensor:
                 continue
-        if scheme is None:
-            scheme, layer = _layer(call)
-        with _lock:
-            change = _observe((name, arg, scheme), tensor, layer, version)
-        if change is not None:
-            mutated = mutated or []
-            mutated.append((arg, change))
+            try:
+                version = tensor._version
+            except RuntimeError:  # an inference tensor
+                version = _version_of(call, tensor)
+                if version is None:
+                    continue
+            if scheme is None:
+                scheme, layer = _layer(call)
+            change = _observe(cache_key if scheme == "cache" else frame_key, tensor, layer, version,
+                              tensor.data_ptr())
+            if change is not None:
+                mutated = mutated or []
+                mutated.append((arg, change))
+    finally:
+        _lock.release()
     for arg, (before, after) in mutated or ():
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",
