@@ -179,6 +179,9 @@ REJECTED = {
         tnd(op="npu_fusion_attention_v2", q_ends=(5, 3), t1=8), "KV315", "cumulative"),
     "_v2 TND without actual_seq_kvlen": (
         tnd(op="npu_fusion_attention_v2", actual_seq_kvlen=None), "KV315", "mandatory"),
+    "TND last offset past the tokens": (tnd(q_ends=(3, 12), t1=8), "KV315", "<= the token count 8"),
+    "TND per-request (not cumulative) lengths": (tnd(q_ends=(5, 3), t1=8), "KV315", "cumulative"),
+    "TND without actual_seq_kvlen": (tnd(actual_seq_kvlen=None), "KV315", "mandatory"),
     # SparseBandModeCheck l.700-764
     "sparse_mode 0 window with both tokens negative": (
         bnsd(atten_mask=m(8, 8, dtype=B8), pre_tockens=-1, next_tockens=-1), "KV117", "no key to attend to"),

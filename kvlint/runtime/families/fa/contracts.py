@@ -42,8 +42,9 @@ OP_LAYOUT_RANK = {"npu_fusion_attention": dict(CONTRACTS["fusion"]["layouts"])}
 # flash_attention_score's own checks (families/fusion/contracts.py, rules/facts/fusion.toml) replace
 # the FIA-derived ones for these: dtypes (fp32 accepted, AnalyzeDtype l.985), contiguity (aclnn
 # makes every input contiguous, Contiguous l.536-570), TND masks per sparse_mode (l.4098, l.1549),
-# TND token counts (T >= the sum of the lengths, l.1180-1186), layout case (infershape l.57-63)
+# TND length lists (T >= the sum of the lengths, l.1180-1186), layout case (infershape l.57-63)
 FUSION_OPS = frozenset(FACTS.family("fusion_attention"))
+NOT_FUSION_OPS = tuple(op for op in FA_OPS if op not in FUSION_OPS)  # the dtype and contiguity checks
 NZ_BYTES = CONTRACTS["nz_bytes"]
 SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
 SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
@@ -329,10 +330,10 @@ def key_value_shapes(call: Call) -> None:
                   "requests attend to other requests' keys")
 
 
-@contract(*FA_OPS, pure=True)
+@contract(*NOT_FUSION_OPS, pure=True)
 def contiguity(call: Call) -> None:
     view = call.view
-    if view is None or call.name in FUSION_OPS:
+    if view is None:
         return
     m, qr, kr = view.mask, view.query_rope, view.key_rope
     if (view.q.is_contiguous() and view.k.is_contiguous() and view.v.is_contiguous()
@@ -348,11 +349,11 @@ def contiguity(call: Call) -> None:
             return
 
 
-@contract(*FA_OPS, pure=True)
+@contract(*NOT_FUSION_OPS, pure=True)
 def dtypes(call: Call) -> None:
     view = call.view
-    if view is None or call.name in FUSION_OPS:
-        return  # fusion: fp16/bf16/fp32, one dtype (fusion/contracts.py)
+    if view is None:
+        return
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
     if qd not in QUERY_DTYPES:
@@ -771,7 +772,8 @@ def lengths(call: Call) -> None:
     roles = view.roles
     q_arg, kv_arg = roles.q_lens, roles.kv_lens
     if view.tnd:
-        _tnd_lengths(call, view, q_arg, kv_arg)
+        if call.name not in FUSION_OPS:  # npu_fusion_attention's TND lists: fusion_values
+            _tnd_lengths(call, view, q_arg, kv_arg)
         return
     if view.paged:
         return  # per-batch paged lengths: paged.py
@@ -815,7 +817,7 @@ def _tnd_lengths(call: Call, view: FaView, q_arg, kv_arg) -> None:
                 return
             if total is None and not view.paged:
                 total = int(view.k.shape[0] if view.base == "TND" else view.k.shape[1])
-            if total is not None and (values[-1] > total if call.name in FUSION_OPS else values[-1] != total):
-                call.fail("KV315", arg, f"a last entry {'<=' if call.name in FUSION_OPS else 'equal to'} the token count {total}",
+            if total is not None and values[-1] != total:
+                call.fail("KV315", arg, f"a last entry equal to the token count {total}",
                               str(values[-1]), "tokens past the last offset are never attended / read")
                 return

@@ -155,8 +155,6 @@ def _dims(call: Call, q, k, v, layout: str, checked: bool, quiet: bool = False) 
 
 def _dtypes_ok(call: Call, q, k, v) -> bool:
     """GEN AnalyzeDtype l.977-1007 (fp16/bf16/fp32), API InputDtypeCheck l.395-401 (one dtype)."""
-    if any(f.code == "KV115" for f in call.findings):
-        return False  # the FA family already reported the dtypes
     if q.dtype not in DTYPES:
         call.fail("KV115", "query", " or ".join(F["dtypes"]), dtype_name(q.dtype),
                   REJECTS + " (AnalyzeDtype: not support input dtype)")
@@ -169,20 +167,18 @@ def _dtypes_ok(call: Call, q, k, v) -> bool:
     return True
 
 
-def _tnd_lengths(call: Call, dims: Dims, q, k, checked: bool) -> bool:
+def _tnd_lengths(call: Call, dims: Dims, q, k) -> bool:
     """Both lists given, of one length (GEN Analyze3DimLayout l.1174-1176: 'VarLen scene, q is
-    not equal kv'); for _v2/_v3 also cumulative and within the tokens (l.1179-1186: T >= sum)."""
+    not equal kv'), cumulative and within the tokens (l.1179-1186: T >= sum)."""
     roles = ROLES[call.name]
     q_arg, kv_arg = str(roles.keyword("q_lens")), str(roles.keyword("kv_lens"))  # every fusion op has both
     lists = []
     for arg in (q_arg, kv_arg):
         raw = call.get(arg)
         if raw is None:
-            if not checked:
-                call.fail("KV315", arg, "a length list (mandatory for input_layout TND)", "None",
-                          "the operator cannot split the packed tokens into requests")
-                return False
-            return True  # reported by the FA family
+            call.fail("KV315", arg, "a length list (mandatory for input_layout TND)", "None",
+                      "the operator cannot split the packed tokens into requests")
+            return False
         lists.append(call.int_list(raw))
     ends_q, ends_kv = lists
     if ends_q is None or ends_kv is None:
@@ -191,19 +187,18 @@ def _tnd_lengths(call: Call, dims: Dims, q, k, checked: bool) -> bool:
         call.fail("KV315", kv_arg, f"{len(ends_q)} entries, one per request like {q_arg}", f"{len(ends_kv)} entries",
                   REJECTS + " (Analyze3DimLayout: 'VarLen scene, q is not equal kv')")
         return False
-    if not checked:
-        for arg, ends, total in ((q_arg, ends_q, int(q.shape[0])), (kv_arg, ends_kv, int(k.shape[0]))):
-            if not ends or min(ends) < 0:
-                call.fail("KV315", arg, "non-negative entries", str(ends), REJECTS)
-                return False
-            if any(b < a for a, b in zip(ends, ends[1:])):
-                call.fail("KV315", arg, "cumulative (non-decreasing) end offsets for TND", str(ends),
-                          "requests are cut at the wrong tokens: per-request lengths are read as offsets")
-                return False
-            if ends[-1] > total:
-                call.fail("KV315", arg, f"a last entry <= the token count {total}", str(ends[-1]),
-                          REJECTS + " (Analyze3DimLayout: T must be >= the sum of the lengths)")
-                return False
+    for arg, ends, total in ((q_arg, ends_q, int(q.shape[0])), (kv_arg, ends_kv, int(k.shape[0]))):
+        if not ends or min(ends) < 0:
+            call.fail("KV315", arg, "non-negative entries", str(ends), REJECTS)
+            return False
+        if any(b < a for a, b in zip(ends, ends[1:])):
+            call.fail("KV315", arg, "cumulative (non-decreasing) end offsets for TND", str(ends),
+                      "requests are cut at the wrong tokens: per-request lengths are read as offsets")
+            return False
+        if ends[-1] > total:
+            call.fail("KV315", arg, f"a last entry <= the token count {total}", str(ends[-1]),
+                      REJECTS + " (Analyze3DimLayout: T must be >= the sum of the lengths)")
+            return False
     dims.q_lens, dims.kv_lens = _per_request(ends_q), _per_request(ends_kv)
     dims.b = len(ends_q)
     dims.s1 = max(dims.q_lens) if dims.q_lens else 0
@@ -595,7 +590,7 @@ def fusion_values(call: Call) -> None:
         return
     dims, q, k, m, sparse = sized
     if dims.tnd:
-        if not _tnd_lengths(call, dims, q, k, call.name in FA_SEES) or dims.q_lens is None:
+        if not _tnd_lengths(call, dims, q, k) or dims.q_lens is None:
             return
         if m is not None and not (_mask_shape(call, dims, m, sparse) and _report_window(call, dims, sparse)):
             return
