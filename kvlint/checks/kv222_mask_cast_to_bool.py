@@ -4,16 +4,14 @@ import ast
 from typing import Optional, Tuple
 
 from kvlint.analysis.dtypes import receiver_is_module
-from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
 from kvlint.helpers.masks import (
     DEVICE_SHAPE_KEEPING,
     cast_at_top,
-    foreign_mask,
     mask_constructions,
-    polarity_checked,
+    unchecked_foreign_mask,
 )
 
 FACTS = load_facts()
@@ -54,8 +52,8 @@ class MaskCastToBool(Rule):
             negated = negation(site)
             if negated is not None:
                 node, source = negated
-                if foreign_mask(source, node, ctx) and not polarity_checked(source, node, ctx):
-                    name = dotted_name(source) or ctx.text(source)
+                name = unchecked_foreign_mask(source, node, ctx)
+                if name is not None:
                     yield ctx.finding(
                         self.code, node,
                         f"`{name}` is negated into a bool mask for {oc.name}'s `atten_mask` (line "
@@ -67,10 +65,9 @@ class MaskCastToBool(Rule):
             cast = bool_cast(site)
             if cast is None:
                 continue
-            source = cast.func.value
-            if not foreign_mask(source, cast, ctx) or polarity_checked(source, cast, ctx):
+            name = unchecked_foreign_mask(cast.func.value, cast, ctx)
+            if name is None:
                 continue
-            name = dotted_name(source) or ctx.text(source)
             yield ctx.finding(self.code, cast,
                               f"`{name}` is cast to bool for {oc.name}'s `atten_mask` (line "
                               f"{oc.call.lineno}) without a look at its dtype or polarity: an additive "

@@ -4,11 +4,10 @@ import ast
 import re
 from typing import Optional
 
-from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.masks import cast_at_top, foreign_mask, mask_constructions, polarity_checked
+from kvlint.helpers.masks import cast_at_top, mask_constructions, unchecked_foreign_mask
 
 MASK_READERS = load_facts().family("mask_readers")
 
@@ -44,9 +43,9 @@ class MaskCastToInt(Rule):
             if cast is None:
                 continue
             source = cast.func.value
-            if not foreign_mask(source, cast, ctx) or polarity_checked(source, cast, ctx):
+            name = unchecked_foreign_mask(source, cast, ctx)
+            if name is None:
                 continue
-            name = dotted_name(source) or ctx.text(source)
             how = ctx.text(cast)[len(ctx.text(source)):]
             yield ctx.finding(
                 self.code, cast,

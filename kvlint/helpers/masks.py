@@ -134,6 +134,14 @@ def foreign_mask(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
     return bool(cands)
 
 
+def unchecked_foreign_mask(source: ast.expr, at: ast.AST, ctx: FileContext) -> Optional[str]:
+    """The name to show for `source` when it is a FOREIGN_MASK whose dtype the function never
+    looks at (DTYPE_OR_POLARITY_CHECK), else None: what KV222 and KV223 report a cast of."""
+    if not foreign_mask(source, at, ctx) or polarity_checked(source, at, ctx):
+        return None
+    return dotted_name(source) or ctx.text(source)
+
+
 # Reads of a mask that show the code knows its dtype (DTYPE_OR_POLARITY_CHECK).
 CHECK_CALLS = {"is_floating_point", "dtype"}
 
