@@ -14,7 +14,9 @@ in the order of the input paths whatever the scheduling.
 """
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.findings import FileResult
@@ -42,6 +44,12 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
                 cache: Optional[Cache] = None, roots: Sequence[str] = ()) -> List[FileResult]:
     """One FileResult per path, in the order of `paths`. `roots`: the folders and files given
     on the command line (import roots of the checked project)."""
+    with collector_tuned():
+        return _check_files(paths, settings, jobs, cache, roots)
+
+
+def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
+                 cache: Optional[Cache], roots: Sequence[str]) -> List[FileResult]:
     results: List[Optional[FileResult]] = [None] * len(paths)
     todo: List[int] = []
     for i, path in enumerate(paths):
@@ -57,6 +65,7 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         hashed = cache is not None
         checker = _checker(settings)
         checker.project.add_roots(roots)  # before the fork: workers inherit it
+        _freeze_setup()
         outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
             ((i, check_one(checker, path, hashed)) for i, path in pending)
         for i, (result, st, hashed) in outcomes:
@@ -64,6 +73,42 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
             if cache is not None:
                 cache.put(paths[i], st, hashed, result)
     return results  # type: ignore[return-value]
+
+
+# The cyclic garbage collector, by default, runs every 700 net allocations and walks the
+# whole heap every ~70,000 young collections' worth: a check allocates millions of short-lived
+# AST nodes, so at the defaults the collector took a fifth of a cold scan (cann-recipes-infer +
+# vllm-ascend, --jobs 1, best of 5: 4.47 s CPU at the defaults, 3.52 s with these; 3.51 s with
+# no collector at all, at 23% more memory). Trees and indexes hold no reference cycles, so
+# reference counting frees them; raised thresholds still collect the cycles there are.
+COLLECTOR_THRESHOLDS = (50_000, 20, 100)
+
+
+@contextmanager
+def collector_tuned():
+    """Raise the collector's thresholds for a batch of files; `_freeze_setup()` inside it
+    freezes the objects built before the files (catalog, rules, pre-filter: never garbage,
+    then never scanned, and forked workers do not copy their pages by touching them). The
+    thresholds are restored afterwards, and what was frozen unfrozen, unless the host process
+    had frozen objects of its own (then they stay as it left them)."""
+    old = gc.get_threshold()
+    host_froze = gc.get_freeze_count() > 0
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if not host_froze:
+            gc.unfreeze()
+
+
+def _freeze_setup() -> None:
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+
+
+def _worker_init() -> None:  # a spawned worker (no fork) starts with the default thresholds
+    gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
 # -- one file --------------------------------------------------------------------------------
@@ -110,7 +155,7 @@ def _pool(workers: int) -> "ProcessPoolExecutor":
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
 
 
 def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, str]]]:

@@ -97,3 +97,36 @@ def test_no_process_support_falls_back_to_one_process(tree, monkeypatch):
     monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
     results = runner.check_files(tree, Settings(), jobs=2)
     assert [r.path for r in results] == tree and sum(len(r.findings) for r in results) == 14
+
+
+def test_collector_thresholds_are_raised_during_a_run_and_restored(tree, monkeypatch):
+    import gc
+
+    seen = []
+    real = runner.check_one
+
+    def spy(checker, path, hashed=True):
+        seen.append((gc.get_threshold(), gc.get_freeze_count() > 0))
+        return real(checker, path, hashed)
+
+    monkeypatch.setattr(runner, "check_one", spy)
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        runner.check_files(tree[:3], Settings(), jobs=1)
+        assert gc.get_threshold() == (700, 10, 10)
+        assert gc.get_freeze_count() == 0  # what the run froze is unfrozen
+    finally:
+        gc.set_threshold(*before)
+    assert seen and all(t == runner.COLLECTOR_THRESHOLDS and frozen for t, frozen in seen)
+
+
+def test_a_host_freeze_is_left_as_the_host_made_it(tree):
+    import gc
+
+    gc.freeze()
+    try:
+        runner.check_files(tree[:2], Settings(), jobs=1)
+        assert gc.get_freeze_count() > 0  # not unfrozen by the run
+    finally:
+        gc.unfreeze()
