@@ -86,6 +86,10 @@ class Project:
         self.catalog: Any = None  # a Catalog, set by the Checker: resolvers of other modules need it
         self._current: List[Any] = []  # tracers of the file being checked (never evicted)
         self._fresh: set = set()
+        self._fresh_bytes: set = set()  # paths whose stat `mentions` compared during this file's check
+        # (tracer id, name, depth, words) -> (tracer, what _imported answered), for this file's check
+        self._imported_memo: Dict[tuple, tuple] = {}
+        self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
 
     def add_roots(self, roots: Iterable[str]) -> None:
@@ -102,6 +106,8 @@ class Project:
         self._current = [tracer]
         self.touched = {}
         self._fresh = set()  # modules whose stat was compared during this file's check
+        self._fresh_bytes = set()
+        self._imported_memo = {}
 
     def end(self) -> Dict[str, str]:
         touched, self._current = self.touched, []
@@ -129,7 +135,9 @@ class Project:
         """The file `from <level dots><dotted> import ...` in `importer` reads, or None."""
         if not level and dotted.split(".")[0] in EXTERNAL:
             return None
-        base_dir = os.path.dirname(os.path.abspath(importer))
+        base_dir = self._dirs.get(importer)
+        if base_dir is None:
+            base_dir = self._dirs[importer] = os.path.dirname(os.path.abspath(importer))
         key = (base_dir, "." * level + dotted)
         if key in self._paths:
             return self._paths[key]
@@ -153,8 +161,12 @@ class Project:
         str) at module level or import it (read once per content, no parse): asked before a
         module is parsed for an adapter or an operator alias."""
         path = os.path.abspath(path)
-        stat = _stat(path)
         info = self._bytes_info.get(path)
+        if info is None or path not in self._fresh_bytes:
+            stat = _stat(path)  # once per file checked: an edit between two checks is seen
+            self._fresh_bytes.add(path)
+        else:
+            stat = info["stat"]
         if info is None or info["stat"] != stat:
             try:
                 with open(path, "rb") as fh:
@@ -251,10 +263,20 @@ class Project:
     # -- what an imported name stands for ----------------------------------------------------
     def _imported(self, tracer, name: str, depth: int = 0, words: Optional[Pattern[bytes]] = None):
         """(tracer of the defining module, original name), following `from x import name`
-        and re-exports; or (tracer, None) when `name` is a module itself."""
+        and re-exports; or (tracer, None) when `name` is a module itself. Asked again during
+        one file's check, the same answer (the modules it read are in `touched` already)."""
         entry = tracer.index.from_imports.get(name)
         if entry is None or depth > MAX_REEXPORT_DEPTH:
             return None
+        key = (id(tracer), name, depth, words if words is None or isinstance(words, str) else words.pattern)
+        hit = self._imported_memo.get(key)
+        if hit is not None and hit[0] is tracer:
+            return hit[1]
+        found = self._imported_uncached(tracer, name, depth, words, entry)
+        self._imported_memo[key] = (tracer, found)
+        return found
+
+    def _imported_uncached(self, tracer, name: str, depth: int, words, entry):
         level, module, original = entry
         importer = tracer.index.source.path
         path = self.find_module(importer, module, level) if (module or level) else None
