@@ -1,13 +1,14 @@
 """ModuleIndex.walk / stores / self_attribute_stores find what `ast.walk` finds (rules use
-them instead of re-walking a function or class per call); child_nodes and walk_scope visit
-what `ast.iter_child_nodes` and a stack walk over it visit, in the same order."""
+them instead of re-walking a function or class per call); child_nodes, walk_scope and
+walk_in_order visit what `ast.iter_child_nodes`, a stack walk over it and `ast.walk` visit, in
+the same order."""
 import ast
 import glob
 import os
 
 import pytest
 
-from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes
+from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes, walk_in_order
 from kvlint.source import SourceFile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +58,7 @@ def _stack_walk(scope):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
 def test_walk_scope_keeps_the_order_of_a_stack_walk(path):
     index, tree = _index(path)
+    assert list(walk_in_order(tree)) == [n for n in ast.walk(tree) if not isinstance(n, SINGLETONS)]
     for node in ast.walk(tree):
         assert child_nodes(node) == [c for c in ast.iter_child_nodes(node) if not isinstance(c, SINGLETONS)]
     scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, ScopeNode)]

@@ -22,7 +22,7 @@ import ast
 import itertools
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from kvlint.analysis.module import FunctionNode
+from kvlint.analysis.module import FunctionNode, walk_in_order
 
 MAX_COMBINATIONS = 64
 MAX_DEPTH = 6
@@ -179,7 +179,7 @@ def arm_tests(tracer, at: ast.AST) -> Dict[str, ast.expr]:
     hit = tracer.arm_tests.get(id(func))
     if hit is None or hit[0] is not func:
         out: Dict[str, ast.expr] = {}
-        for n in ast.walk(func):
+        for n in walk_in_order(func):
             if type(n) is ast.If or type(n) is ast.IfExp:
                 out.setdefault(_key(n.test, tracer), n.test)
         hit = tracer.arm_tests[id(func)] = (func, out)

@@ -5,6 +5,7 @@ Everything else in the analyzer asks this index instead of re-walking the tree.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from kvlint.source import SourceFile
@@ -66,17 +67,25 @@ def child_nodes(node: ast.AST) -> List[ast.AST]:
     return out
 
 
-def _stack_walk(stack: List[ast.AST], skip: Tuple[type, ...]) -> Iterator[ast.AST]:
-    """Pop a node, yield it (unless it is of a `skip` type: then not its sub-tree either),
-    push its children in field order."""
+def walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
+    """What `ast.walk(node)` yields, in its order (breadth first), but for the context and
+    operator singletons (`Load`, `Add`...: leaves no rule asks about); 3x faster. For the
+    walks whose first hit decides."""
+    queue = deque([node])
+    return _walk_nodes(queue, queue.popleft, ())
+
+
+def _walk_nodes(pending: "deque[ast.AST]", take, skip: Tuple[type, ...]) -> Iterator[ast.AST]:
+    """Take a node from `pending` (`take`: its last one, a stack walk, or its first one,
+    breadth first), skip it and its sub-tree if it is of a `skip` type, else add its children
+    in field order and yield it."""
     child_fields = _CHILD_FIELDS
-    pop, push = stack.pop, stack.append
-    while stack:
-        n = pop()
+    push = pending.append
+    while pending:
+        n = take()
         t = type(n)
         if t in skip:
             continue
-        yield n
         fields = child_fields.get(t)
         if fields is None:
             fields = _child_fields(t)
@@ -90,6 +99,7 @@ def _stack_walk(stack: List[ast.AST], skip: Tuple[type, ...]) -> Iterator[ast.AS
                         push(child)
             else:
                 push(value)
+        yield n
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:
@@ -181,13 +191,15 @@ class ModuleIndex:
     def walk(self, node: ast.AST) -> Iterator[ast.AST]:
         """`node` and every node under it, as `ast.walk` finds them but for the context and
         operator singletons (`Load`, `Add`...), in no particular order; 3x faster."""
-        return _stack_walk([node], ())
+        stack = deque([node])
+        return _walk_nodes(stack, stack.pop, ())
 
     def walk_scope(self, scope: ast.AST, skip: Tuple[type, ...] = ScopeNode) -> Iterator[ast.AST]:
         """The nodes under `scope` (not `scope` itself) outside nested `skip` nodes (functions,
         classes, lambdas), in the order of a stack walk over `ast.iter_child_nodes` (the last
         child first), without the context and operator singletons."""
-        return _stack_walk(child_nodes(scope), skip)
+        stack = deque(child_nodes(scope))
+        return _walk_nodes(stack, stack.pop, skip)
 
     def stores(self, scope: ast.AST) -> Dict[str, int]:
         """Name -> the first line a `Name` is stored to anywhere under `scope` (nested scopes

@@ -76,6 +76,7 @@ def _stat(path: str) -> Optional[tuple]:
 class Project:
     def __init__(self, roots: Iterable[str] = (), project_root: str = ""):
         self.roots: List[str] = []
+        self._search_roots: Dict[str, List[str]] = {}  # importer folder -> search_roots()
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
@@ -99,6 +100,7 @@ class Project:
                 r = os.path.dirname(r)
             if os.path.isdir(r) and r not in self.roots:
                 self.roots.append(r)
+                self._search_roots.clear()
 
     # -- one checked file -------------------------------------------------------------------
     def begin(self, tracer) -> None:
@@ -119,6 +121,12 @@ class Project:
     # -- finding modules --------------------------------------------------------------------
     def search_roots(self, importer: str) -> List[str]:
         here = os.path.dirname(os.path.abspath(importer))
+        roots = self._search_roots.get(here)
+        if roots is None:
+            roots = self._search_roots[here] = self._search_roots_of(here)
+        return list(roots)
+
+    def _search_roots_of(self, here: str) -> List[str]:
         top = here
         while os.path.isfile(os.path.join(top, "__init__.py")):
             parent = os.path.dirname(top)

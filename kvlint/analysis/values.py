@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
 
 UNKNOWN = object()
 MAX_DEPTH = 6
@@ -245,14 +245,21 @@ class ValueTracer:
             by_scope: Dict[int, List[ast.AST]] = {}
             by_class: Dict[int, List[ast.AST]] = {}
             scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+            # statements under one parent (a function body, an `if`...) share scope and class
+            under: Dict[int, Tuple[Optional[ast.AST], Optional[ast.AST]]] = {}
             for node in (*index.assigns, *index.for_loops, *index.named_exprs):
-                scope = parent.get(id(node))
-                while scope is not None and not isinstance(scope, scope_types):
-                    scope = parent.get(id(scope))
+                above = parent.get(id(node))
+                hit = under.get(id(above))
+                if hit is None:
+                    scope = above
+                    while scope is not None and type(scope) not in scope_types:
+                        scope = parent.get(id(scope))
+                    cls = scope
+                    while cls is not None and type(cls) is not ast.ClassDef:
+                        cls = parent.get(id(cls))
+                    hit = under[id(above)] = (scope, cls)
+                scope, cls = hit
                 by_scope.setdefault(id(scope if scope is not None else index.tree), []).append(node)
-                cls = scope
-                while cls is not None and not isinstance(cls, ast.ClassDef):
-                    cls = parent.get(id(cls))
                 if cls is not None and not isinstance(node, (ast.For, ast.AsyncFor)):
                     by_class.setdefault(id(cls), []).append(node)
             self._grouped = (by_scope, by_class)
@@ -590,7 +597,7 @@ class ValueTracer:
         if hit is None or hit[0] is not func:
             enclosing = self.index.enclosing_function
             hit = self._returns[id(func)] = (func, [
-                n.value for n in ast.walk(func) if type(n) is ast.Return and n.value is not None
+                n.value for n in walk_in_order(func) if type(n) is ast.Return and n.value is not None
                 and enclosing(n) is func])
         return list(hit[1])
 
