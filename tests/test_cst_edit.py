@@ -115,3 +115,45 @@ def test_unicode_and_strings_in_the_call():
     src = 'x = m.op("é # not a comment", k, v)\n'
     _, frag = fragment(src)
     assert applied(src, add_keyword_edit(frag, "scale", "s")) == 'x = m.op("é # not a comment", k, v, scale=s)\n'
+
+
+SET_CASES = [  # (source, keyword, value, the fixed source, or None: left to libcst)
+    ("x = m.op(q, k, v, sparse_mode=2)\n", "sparse_mode", "3", "x = m.op(q, k, v, sparse_mode=3)\n"),
+    ("x = m.op(q, k, v, sparse_mode = 2, scale=s)\n", "sparse_mode", "3",
+     "x = m.op(q, k, v, sparse_mode = 3, scale=s)\n"),
+    ("x = m.op(\n    q,\n    sparse_mode=2,  # band\n    atten_mask=mask,\n)\n", "sparse_mode", "3",
+     "x = m.op(\n    q,\n    sparse_mode=3,  # band\n    atten_mask=mask,\n)\n"),
+    ("x = m.op(q, k, v,\n         sparse_mode=\n         2)\n", "sparse_mode", "3",
+     "x = m.op(q, k, v,\n         sparse_mode=\n         3)\n"),
+    ('x = m.op("é ü", sparse_mode=2)\n', "sparse_mode", "3", 'x = m.op("é ü", sparse_mode=3)\n'),
+    ("y = 'é'; x = m.op(q,\n  dtype=torch.float16)\n", "dtype", "torch.bool",
+     "y = 'é'; x = m.op(q,\n  dtype=torch.bool)\n"),
+    ("x = m.op(q, sparse_mode=(2))\n", "sparse_mode", "3", None),
+    ("x = m.op(q, sparse_mode=(\n    2  # causal\n))\n", "sparse_mode", "3", None),
+    ("x = m.op(q, dtype=torch.float16 if a else torch.half)\n", "dtype", "torch.bool",
+     "x = m.op(q, dtype=torch.bool)\n"),
+    ("x = m.op(q, k)\n", "sparse_mode", "3", None),
+]
+
+
+@pytest.mark.parametrize("src, name, value, after", SET_CASES)
+def test_set_keyword_without_libcst_gives_libcst_edit(src, name, value, after):
+    """helpers/fixes.set_keyword edits a plain `name=value` itself: the very edit libcst's
+    transformation gives; a parenthesized or absent value is left to libcst."""
+    from kvlint.analysis.module import ModuleIndex
+    from kvlint.catalog import load_catalog
+    from kvlint.checks.base import FileContext
+    from kvlint.helpers.fixes import _plain_value_edit, set_keyword
+    from kvlint.helpers.fixes import fragment as call_fragment
+    from kvlint.settings import Settings
+    from kvlint.source import decode
+
+    ctx = FileContext(ModuleIndex(decode("m.py", src.encode()), ast.parse(src)), load_catalog(), Settings())
+    call = next(n for n in ast.walk(ctx.index.tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "op")
+    plain = _plain_value_edit(call, name, value, ctx)
+    expected = set_keyword_edit(call_fragment(call, ctx), name, value)
+    assert set_keyword(call, name, value, ctx) == expected
+    if after is None:
+        assert plain is None
+    else:
+        assert plain == expected and applied(src, plain) == after

@@ -4,9 +4,10 @@ position-exact edits of one token or expression. kvlint/fix.py applies and verif
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
-from kvlint.analysis.findings import Edit
+from kvlint.analysis.findings import Edit, text_change
 from kvlint.analysis.module import dotted_name
 from kvlint.checks.base import FileContext
 
@@ -36,10 +37,42 @@ def add_keyword(call: ast.Call, text: str, ctx: FileContext) -> Optional[Edit]:
 
 def set_keyword(call: ast.Call, name: str, value: str, ctx: FileContext) -> Optional[Edit]:
     """`name=value` on `call`: the argument's value replaced if the keyword is there, else
-    added (both libcst transformations of the call)."""
+    added (both libcst transformations of the call). A keyword written `name=<value>`
+    without parentheses around the value, set to a name or a number, gets the edit libcst's
+    transformation gives (the value's text replaced, cut the same way) without loading libcst
+    (a fifth of a second, the first time in a process)."""
+    plain = _plain_value_edit(call, name, value, ctx)
+    if plain is not None:
+        return plain
     from kvlint.cst_edit import set_keyword_edit
 
     return set_keyword_edit(fragment(call, ctx), name, value)
+
+
+_SIMPLE_VALUE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]+")
+
+
+def _plain_value_edit(call: ast.Call, name: str, value: str, ctx: FileContext) -> Optional[Edit]:
+    kw = next((k for k in call.keywords if k.arg == name), None)
+    if kw is None or not _SIMPLE_VALUE.fullmatch(value) or not hasattr(kw, "end_lineno"):
+        return None
+    span = ctx.index.span(call)
+    old = ctx.text(call)
+    lines = old.split("\n")
+
+    def offset(line: int, col: int) -> int:
+        n = line - span[0]
+        return sum(len(text) + 1 for text in lines[:n]) + col - (span[1] if n == 0 else 0)
+
+    start = offset(kw.lineno, ctx.index.char_col(kw.lineno, kw.col_offset))
+    v_line, v_col, v_end_line, v_end_col = ctx.index.span(kw.value)
+    v_start, v_end = offset(v_line, v_col), offset(v_end_line, v_end_col)
+    end = offset(kw.end_lineno, ctx.index.char_col(kw.end_lineno, kw.end_col_offset))
+    # libcst's argument value holds the parentheses around it: then its text is not the
+    # value's own, and libcst decides
+    if end != v_end or not re.fullmatch(re.escape(name) + r"\s*=\s*", old[start:v_start]):
+        return None
+    return text_change(old, old[:v_start] + value + old[v_end:], span)
 
 
 def rename_keyword(call: ast.Call, kw: ast.keyword, new: str, ctx: FileContext) -> Optional[Edit]:
