@@ -149,3 +149,16 @@ def test_fast_prefilter_patterns_answer_as_the_plain_regexes():
         data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 9)))
         for old, new in pairs:
             assert (old(data) is None) == (not new(data)), data
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("x += 1", True), ("x+=1", True), ("(x) -= y", True), ("x \\\n    *= 2", True), ("λ += 1", True),
+    ("x1 /= 3", True), ("self . x += 1", True), ("for i in r: q += i", True),
+    ("a.b += 1", False), ("a[0] += 1", False), ("a //= 2", False), ("a **= 2", False), ("x != 3", False),
+    ("a <= b", False), ("1 += 2", False), ("f(x)[0] *= 2", False),
+])
+def test_kv403_plain_name_augmented_store(text, hit):
+    """KV403 reports `name += ...` on a plain name only (its pre-filter's last group)."""
+    from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_NAME_STORE
+
+    assert (AUGMENTED_NAME_STORE.search(text.encode()) is not None) == hit
