@@ -21,7 +21,8 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from kvlint.analysis.findings import Edit, text_change
+from kvlint.analysis.findings import Edit
+from kvlint.edit_span import changed_part, position
 
 Span = Tuple[int, int, int, int]  # line, col, end_line, end_col (1-based lines, 0-based char columns)
 Pos = Tuple[int, int]
@@ -73,7 +74,12 @@ class CallFragment:
         differs (a rename edits the keyword's name only), so that several fixes on one call
         do not overlap and reports show the real change."""
         new = self._module.deep_replace(self.call, new_call).code[1:-2]  # drop the added `(`, `)\n`
-        return text_change(self.text, new, self.span)
+        head, old_end, new_end = changed_part(self.text, new)
+        return Edit(self._file_pos(head), self._file_pos(old_end), new[head:new_end])
+
+    def _file_pos(self, offset: int) -> Pos:
+        """An offset into the call's text -> (line, column) in the file."""
+        return position(self.text, self.span[0], self.span[1], offset)
 
 
 def _has_newline(ws) -> bool:
