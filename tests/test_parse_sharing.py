@@ -86,3 +86,20 @@ def test_a_checked_file_is_not_parsed_again_for_a_later_importer(tmp_path, monke
     again = checker.check_path(str(user))
     assert parsed == ["masks.py"]  # user.py: its own kept tree (same bytes)
     assert "KV205" not in [f.code for f in again.findings]
+
+
+def test_an_edit_between_two_checks_is_seen_by_the_byte_test(tmp_path):
+    """Project.mentions reads a module's stat once per file checked, not once per process: a
+    module that gains the alias an importer uses is loaded at the next check."""
+    ops = tmp_path / "ops.py"
+    ops.write_text("x = 1\n")
+    user = tmp_path / "user.py"
+    user.write_text("from ops import fia  # npu_fused_infer_attention_score\n\n\ndef f(q, k, v):\n"
+                    "    return fia(q, k, v, num_heads=8, input_layout='BSND')\n")
+    checker = Checker(roots=[str(tmp_path)])
+    before = checker.check_path(str(user))
+    assert not before.findings and str(ops) in before.dependencies  # looked at, no alias
+    ops.write_text("import torch_npu\n\nfia = torch_npu.npu_fused_infer_attention_score\n")
+    after = checker.check_path(str(user))
+    assert "KV103" in [f.code for f in after.findings]  # the alias now resolves: no scale passed
+    assert checker.check_path(str(user)).findings == after.findings  # asked again: the same answer
