@@ -75,6 +75,7 @@ class Unknown(ast.expr):
 
 
 FUNCTOOLS_PARTIAL = ("functools.partial", "partial")
+_UNPACKED = (ast.Tuple, ast.List)  # targets an assignment unpacks element by element
 
 
 class ValueTracer:
@@ -182,6 +183,13 @@ class ValueTracer:
                 return
         yield from self._flatten_targets(target, self._make(Each(value=it), target, loop), loop)
 
+    def _pairs(self, node: ast.AST):
+        """What _statement_pairs yields; a tuple at once for `x = v` with one target that is
+        not unpacked (most statements: no generators)."""
+        if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) not in _UNPACKED:
+            return ((node.targets[0], node.value),)
+        return self._statement_pairs(node)
+
     def _statement_pairs(self, node: ast.AST):
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -201,7 +209,7 @@ class ValueTracer:
         if table is None:
             table = self._assign_tables[id(scope)] = {}
             for node in self._statements()[0].get(id(scope), ()):
-                for target, value in self._statement_pairs(node):
+                for target, value in self._pairs(node):
                     if isinstance(target, ast.Name):
                         table.setdefault(target.id, []).append((node, value))
             _sort(table)
@@ -217,7 +225,7 @@ class ValueTracer:
         table = self._self_tables[id(cls)] = {}  # a cycle of bases ends here
         for node in self._statements()[1].get(id(cls), ()):
             in_body = self.index.parent_of(node) is cls
-            for target, value in self._statement_pairs(node):
+            for target, value in self._pairs(node):
                 if in_body and isinstance(target, ast.Name):  # class body: `X = v` is read as self.X
                     table.setdefault(target.id, []).append((node, value))
                 elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
@@ -270,9 +278,10 @@ class ValueTracer:
         if self._class_attr_writes is None:
             writes: Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]] = {}
             classes = {c.name for c in self.index.classes}
-            for node in self.index.assigns:
-                if not classes or not any(_writes_class_attribute(t, classes) for t in (
-                        node.targets if isinstance(node, ast.Assign) else (node.target,))):
+            for node in self.index.assigns if classes else ():
+                targets = node.targets if type(node) is ast.Assign else (node.target,)
+                if (len(targets) == 1 and type(targets[0]) is ast.Name) or not any(
+                        _writes_class_attribute(t, classes) for t in targets):
                     continue  # no `Cls.attr` among its targets: not unpacked for nothing
                 for target, value in self._statement_pairs(node):
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
