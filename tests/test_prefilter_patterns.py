@@ -36,7 +36,8 @@ def test_kv_length_reads_do_not_match(text):
     ("context_lens.append(3)", True), ("meta.Seq_Lens += 1", True), ("kv_len[x[1]] = 0", True),
     ("(kv_len) += 1", True), ("kv_len[\n    i] = 0", True), ("kv_len \\\n    += 1", True),
     ("self . kv_len = 1", True), ("self.\\\n    kv_len = 1", True), ("(self.seq_lens) = x", True),
-    ("kv_len[0]: int = 1", True), ("x = kv_len[0] = 1", True),
+    ("kv_len[0]: int = 1", True), ("x = kv_len[0] = 1", True), ("kv_len: int; self.kv_len += 1", True),
+    ("seq_lens: T = 0; kv_len[0] = 1", True), ("kv_len = seq_lens.add_(1)", True),
     # a plain name's store: KV401 reports it only inside a per-layer loop
     ("kv_len = 1", False), ("KV_LEN = 2", False), ("seq_lens: List[int] = []", False), ("(kv_len) = 3", False),
     ("my.kv_len_total = 1", False),
