@@ -18,7 +18,7 @@ from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
-from kvlint.source import ReadFailure, SourceFile, decode, read_bytes
+from kvlint.source import ReadFailure, SourceFile, decode, file_stat, read_file
 
 PARSE_ERROR = "KV000"
 
@@ -54,6 +54,14 @@ class Checker:
                                          key=lambda g: any(map(_is_regex, g)))
                           for r in self.rules}
         self._parents = _literal_parents(list(canon.values()))
+        # rules with the same words and groups (the FA rules share the operator names) are
+        # decided once per file: (words, groups, the rules' positions in self.rules)
+        conditions: Dict[tuple, Tuple[tuple, list, List[int]]] = {}
+        for n, r in enumerate(self.rules):
+            words, groups = self._rule_words[r.code], self._required[r.code]
+            key = (tuple(map(id, words)), tuple(tuple(map(id, g)) for g in groups))
+            conditions.setdefault(key, (words, groups, []))[2].append(n)
+        self._conditions = list(conditions.values())
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
@@ -69,14 +77,17 @@ class Checker:
 
     # -- entry points -------------------------------------------------------------------
     def check_path(self, path: str) -> FileResult:
-        data = read_bytes(path)
-        if isinstance(data, ReadFailure):
-            return self._failure(path, data.reason)
-        return self.check_bytes(path, data)
+        st, data, reason = read_file(path)
+        if data is None:
+            return self._failure(path, reason)
+        return self.check_bytes(path, data, stat=file_stat(st))
 
-    def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
+    def check_bytes(self, path: str, data: bytes, prefilter: bool = True,
+                    stat: Optional[tuple] = None) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes
-        (the pre-filter's property test compares both)."""
+        (the pre-filter's property test compares both). `stat`: (size, mtime_ns, inode) of
+        the file these bytes were read from, if known: its parsed module is then kept for
+        the files that import it (Project.adopt)."""
         if prefilter:
             if not self.rules or (self.prefilter is not None and not self.prefilter.search(data)):
                 return FileResult(path)
@@ -92,7 +103,7 @@ class Checker:
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
-        return self.check_source(source, rules)
+        return self.check_source(source, rules, stat)
 
     def rules_for(self, data: bytes) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
@@ -123,21 +134,26 @@ class Checker:
                 searched[id(w)] = hit
             return hit
 
-        out = []
-        for r in self.rules:
-            words = self._rule_words[r.code]
+        wanted = []
+        for words, groups, positions in self._conditions:
             if words and not any(map(holds, words)):
                 continue
-            if all(any(map(holds, group)) for group in self._required[r.code]):
-                out.append(r)
-        return out
+            if all(any(map(holds, group)) for group in groups):
+                wanted += positions
+        wanted.sort()  # the rules in their own order
+        rules = self.rules
+        return [rules[n] for n in wanted]
 
-    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
-        """`rules`: the rules to run (default: `rules_for(source.data)`)."""
+    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None,
+                     stat: Optional[tuple] = None) -> FileResult:
+        """`rules`: the rules to run (default: `rules_for(source.data)`); `stat`: as for
+        check_bytes."""
         result = FileResult(source.path)
         try:
             tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
-            if tree is None:
+            if tree is not None:
+                stat = None  # already a loaded module
+            else:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
                     tree = ast.parse(source.text, filename=source.path)
@@ -168,6 +184,8 @@ class Checker:
         finally:
             own = os.path.abspath(source.path)
             result.dependencies = {p: h for p, h in self.project.end().items() if p != own}
+            if stat is not None:
+                self.project.adopt(source.path, source.data, ctx.values, stat)
         if findings or self.report_unused_noqa:
             noqa = NoqaIndex(source)
             if self.report_unused_noqa:  # KV900, before suppression: it needs every finding
