@@ -5,9 +5,9 @@ import threading
 import warnings
 
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
 from kvlint.runtime.families.kvlen import contracts as kvlen
 
 H = torch.float16
