@@ -5,10 +5,8 @@ CheckPostQuantParams. Cases named `utest:<name>` replay attention/incre_flash_at
 op_host/test_incre_flash_attention_tiling.cpp with its shapes. Meta tensors, as in test_conformance."""
 import pytest
 import torch
-from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
-
-import kvlint
-from kvlint.runtime import check_call
+from quant_replay import check_call_agrees, passes, raises_kv518
+from test_conformance import _collect
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
 
@@ -114,28 +112,16 @@ REJECTED = {
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_accepted_by_the_operator_passes_the_guard(name):
-    findings = [f for f in _collect(ACCEPTED[name]) if f.severity == "error"]
-    assert findings == [], [f.message for f in findings]
+    passes(ACCEPTED[name])
 
 
 @pytest.mark.parametrize("name", sorted(REJECTED))
 def test_rejected_by_the_operator_raises_kv518(name):
-    (op_name, args, kwargs), words = REJECTED[name]
-    with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
-        _op(op_name)(*args, **kwargs)
-    assert info.value.code == "KV518", str(info.value)
-    assert words in str(info.value), str(info.value)
-
-
-def _bound(op_name, args, kwargs):
-    return dict(zip(("query", "key", "value"), args), **kwargs)
+    raises_kv518(*REJECTED[name])
 
 
 def test_check_call_agrees_with_the_guard():
-    for name, (op_name, args, kwargs) in ACCEPTED.items():
-        assert [f for f in check_call(op_name, _bound(op_name, args, kwargs)) if f.severity == "error"] == [], name
-    for name, ((op_name, args, kwargs), _) in REJECTED.items():
-        assert [f.code for f in check_call(op_name, _bound(op_name, args, kwargs))][:1] == ["KV518"], name
+    check_call_agrees(ACCEPTED, REJECTED)
 
 
 def test_old_tiling_cases_are_not_checked():

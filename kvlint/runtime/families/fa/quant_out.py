@@ -10,6 +10,7 @@ from typing import Optional
 import torch
 
 from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.families.fa import quant_split as _quant_split  # noqa: F401  (registers with this module)
 from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route
 from kvlint.runtime.registry import contract
 

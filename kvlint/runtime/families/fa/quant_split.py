@@ -1,0 +1,198 @@
+"""KV int8 antiquant with separate key and value parameters (split mode): key_antiquant_scale /
+value_antiquant_scale, their offsets and key_antiquant_mode / value_antiquant_mode (v2:
+dequant_scale_key / dequant_scale_value, dequant_offset_*, key_quant_mode / value_quant_mode),
+as the IFA tiling checks them for FIA decode (npu_fused_infer_attention_score(_v2), Q_S 1 in
+BSH/BSND/BNSD: FIA tiling.cpp IsUsingIFA). The combined antiquant_scale / antiquant_offset are
+families/fa/contracts.py `antiquant_params`.
+
+Reads only shapes, dtypes and scalar arguments (the call's signature): the query's and the
+key's dtype, the view's heads, head dim, batch and layout, the key's and the block table's
+shapes, block_size, the split scales' / offsets' shapes and dtypes and the two modes.
+Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split]."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from kvlint.runtime.call import Call, dtype_name, shape_of
+from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, _quant_names, kv_seq
+from kvlint.runtime.registry import contract
+
+SPLIT = CONTRACTS["antiquant_split"]
+_FLOATS = frozenset((torch.float16, torch.bfloat16))
+_PER_TOKEN_DTYPE = getattr(torch, SPLIT["per_token_dtype"])
+_MIXED = tuple(SPLIT["mixed_modes"])
+_MODES = frozenset(SPLIT["mode_range"])
+_PER_CHANNEL = frozenset(SPLIT["per_channel"])
+_PAGED_MODES = {int(mode): form for mode, form in SPLIT["paged_modes"].items()}
+_Tensor = torch.Tensor
+
+
+class _Names:
+    """One operator's spelling of the split-mode keywords (v2 through the renames)."""
+
+    __slots__ = ("key_scale", "value_scale", "key_offset", "value_offset", "key_mode", "value_mode", "absent")
+
+    def __init__(self, name: str):
+        self.key_scale, self.value_scale = _quant_names(name, SPLIT["scales"])
+        self.key_offset, self.value_offset = _quant_names(name, SPLIT["offsets"])
+        self.key_mode, self.value_mode = _quant_names(name, SPLIT["modes"])
+        self.absent = _quant_names(name, SPLIT["float_cache_absent"])
+
+
+NAMES = {name: _Names(name) for name in SPLIT["operators"]}
+
+
+def _tensor(value) -> Optional[_Tensor]:
+    return value if isinstance(value, _Tensor) else None
+
+
+def _why(check: str, detail: str = "") -> str:
+    return f"the operator rejects the call (IFA {check}{': ' + detail if detail else ''})"
+
+
+@contract(*SPLIT["operators"], pure=True)
+def antiquant_split(call: Call) -> None:
+    """IFA tiling ProcessAntiQuant's split-mode checks on FIA decode: parameters on a float
+    cache, key/value pairing, equal shapes and dtypes, the mode pair, the key's parameters'
+    shapes and dtypes per mode, modes 4/5 against the paged cache."""
+    view = call.view
+    if view is None or view.cache_broken:
+        return
+    names = NAMES[call.name]
+    args = call.args
+    get = args.get
+    ks, vs = _tensor(get(names.key_scale)), _tensor(get(names.value_scale))
+    ko, vo = _tensor(get(names.key_offset)), _tensor(get(names.value_offset))
+    if ks is None and vs is None and ko is None and vo is None and get(names.absent[-1]) is None:
+        return  # the common call: no split-mode parameter
+    q, k = view.q, view.k
+    if q.dtype not in _FLOATS or not _ifa_route(call, view):
+        return  # full quantization (int8 query), the PFA tiling (prefill), MLA, NZ: not these checks
+    if k.dtype == q.dtype:
+        for arg in names.absent:
+            t = _tensor(get(arg))
+            if t is not None:
+                call.fail("KV518", arg, f"None with a {dtype_name(k.dtype)} cache (antiquant needs an int8 key and "
+                          "value)", f"a tensor {shape_of(t)}",
+                          _why("ProcessAntiQuant", "KV antiquant is unenabled, but antiquant parameters exist"))
+                return
+        return
+    if k.dtype != torch.int8:
+        return  # int4 (packed in int32) and others: not checked here
+    why = "CheckKeyAndValueAntiquantScaleOffset"
+    for given, given_arg, missing, missing_arg, what in (
+            (ks, names.key_scale, vs, names.value_scale, "scale"),
+            (vs, names.value_scale, ks, names.key_scale, "scale"),
+            (ko, names.key_offset, vo, names.value_offset, "offset"),
+            (vo, names.value_offset, ko, names.key_offset, "offset")):
+        if given is not None and missing is None:
+            call.fail("KV518", missing_arg, f"a tensor: {given_arg} is given (the key's and the value's antiquant "
+                      f"{what}s go together)", "None", _why(why))
+            return
+    if ks is None:
+        if ko is not None:
+            call.fail("KV518", names.key_scale, f"a tensor: {names.key_offset} is given", "None",
+                      _why(why, "the key's dequant scale is null, but the key's dequant offset exist"))
+        return  # the combined antiquant_scale path
+    k_mode, v_mode = int(get(names.key_mode) or 0), int(get(names.value_mode) or 0)
+    mixed = (k_mode, v_mode) == _MIXED
+    if not mixed:
+        why = "CheckKeyAndValueAntiquantOffset"
+        if ko is not None and ko.dtype != vo.dtype:
+            call.fail("KV518", names.value_offset, f"{dtype_name(ko.dtype)} like {names.key_offset}",
+                      dtype_name(vo.dtype), _why(why, "the key's and the value's dequant offset should have the "
+                                                 "same data type"))
+            return
+        for key_t, value_t, value_arg, what in ((ko, vo, names.value_offset, "offset"),
+                                                 (ks, vs, names.value_scale, "scale")):
+            if key_t is not None and key_t.shape != value_t.shape:
+                call.fail("KV518", value_arg, f"{shape_of(key_t)} like the key's dequant {what}", shape_of(value_t),
+                          _why(why, f"the key's and the value's dequant {what} should have the same shape"))
+                return
+        if k_mode != v_mode:
+            call.fail("KV518", names.value_mode, f"{k_mode} like {names.key_mode} (different modes only as "
+                      f"{names.key_mode}={_MIXED[0]} with {names.value_mode}={_MIXED[1]})", str(v_mode),
+                      _why("CheckKvAntiquant4SplitMode", "the key's quant mode and the value's quant mode should be "
+                           "the same"))
+            return
+        if k_mode not in _MODES:
+            return  # reported by contracts.quantization (IFA CheckKVAntiQuantMode)
+        if k_mode in _PAGED_MODES and not view.paged:
+            call.fail("KV518", names.key_mode, "a mode other than 4 and 5 without a block_table (modes 4 and 5 keep "
+                      "scale and offset in the paged cache's blocks)", str(k_mode),
+                      _why("CheckKVAntiQuantMode", "the key/value's quant mode 4 and 5 must be used in page "
+                           "attention scene"))
+            return
+    else:
+        for arg, t, want, role, check in (
+                (names.key_scale, ks, q.dtype, f"the query's dtype (key per-channel, {names.key_mode}=0)",
+                 "CheckAntiQuantParamKeyType"),
+                (names.key_offset, ko, ks.dtype, "its scale's dtype", "CheckAntiquantOffsetType"),
+                (names.value_scale, vs, _PER_TOKEN_DTYPE, f"per-token ({names.value_mode}=1)",
+                 "CheckAntiQuantParamValueType"),
+                (names.value_offset, vo, vs.dtype, "its scale's dtype", "CheckAntiquantOffsetType")):
+            if t is not None and t.dtype != want:
+                call.fail("KV518", arg, f"{dtype_name(want)}: {role}", dtype_name(t.dtype),
+                          _why(f"ProcessAntiQuantMode / {check}"))
+                return
+    _key_params(call, view, names, ks, ko, k_mode, mixed)
+
+
+def _key_params(call: Call, view, names: _Names, ks: _Tensor, ko: Optional[_Tensor], mode: int, mixed: bool) -> None:
+    """CheckAntiQuantParam on the key's scale and offset (antiquantNum_ = 1), then the paged
+    modes' shapes (ProcessBlockTable)."""
+    why = "CheckAntiQuantParam"
+    if ko is not None and ko.dim() != ks.dim():
+        call.fail("KV518", names.key_offset, f"{ks.dim()}-D like {names.key_scale} {shape_of(ks)}",
+                  f"{ko.dim()}-D {shape_of(ko)}", _why(why, "antiquant params have different layouts"))
+        return
+    kv = view.kv_heads or view.num_heads
+    d, batch, seq = view.head_dim, view.batch, kv_seq(view)
+    for arg, t in ((names.key_scale, ks), (names.key_offset, ko)):
+        if t is None:
+            continue
+        expected = _expected(mode, mixed, tuple(t.shape), kv, d, batch, seq, view)
+        if expected is not None:
+            call.fail("KV518", arg, expected, shape_of(t), _why(
+                "CheckKVAntiQuantParaShapeLegal" if mode not in _PAGED_MODES or mixed
+                else "CheckKVAntiQuantParamsShapeInPagedAttention"))
+            return
+    if mixed:
+        return  # dtypes checked by ProcessAntiQuantMode
+    want = view.q.dtype if mode in _PER_CHANNEL else _PER_TOKEN_DTYPE
+    if ks.dtype != want:
+        kind = "per-channel" if mode in _PER_CHANNEL else "per-token"
+        call.fail("KV518", names.key_scale, f"{dtype_name(want)} ({kind}: {names.key_mode}={mode})",
+                  dtype_name(ks.dtype), _why(why, "illegal datatype of antiquant scale"))
+    elif ko is not None and ko.dtype != ks.dtype:
+        call.fail("KV518", names.key_offset, f"{dtype_name(ks.dtype)} like {names.key_scale}", dtype_name(ko.dtype),
+                  _why("CheckAntiquantOffsetType", "datatype of antiquant scale and antiquant offset should be "
+                       "the same"))
+
+
+def _expected(mode: int, mixed: bool, shape: tuple, kv: int, d: Optional[int], batch, seq, view) -> Optional[str]:
+    """What the key's parameter should be when `shape` is not it, else None."""
+    if not mixed and mode == SPLIT["per_tensor_head"]:
+        return None if shape == (kv,) else f"({kv},) per-tensor-head (one value per KV head)"
+    if not mixed and mode == SPLIT["per_token_head"]:
+        if len(shape) == 3 and shape[0] == batch and shape[1] == kv and (not seq or shape[2] >= seq):
+            return None
+        return f"({batch}, {kv}, S >= {seq}) per-token-head (batch, KV heads, KV tokens)"
+    if not mixed and mode in _PAGED_MODES:
+        nb, bs = int(view.k.shape[0]), view.block_size
+        want = (nb, bs) if mode == 4 else (nb, kv, bs)
+        if len(shape) < len(want) or shape[:len(want)] == want:
+            return None  # a lower rank: not checked (the source reads dims it may not have)
+        return f"{want} for mode {mode}: {_PAGED_MODES[mode]} of the paged key cache"
+    if not mixed and mode == 1:
+        if len(shape) == 3 and shape[0] == 1 and shape[1] == batch and (not seq or shape[2] >= seq):
+            return None
+        if len(shape) == 2 and shape[0] == batch and (not seq or shape[1] >= seq):
+            return None
+        return f"(1, {batch}, S >= {seq}) or ({batch}, S >= {seq}) per-token (batch, KV tokens)"
+    allowed = [(1,)] + ([(1, kv, 1, d), (1, 1, kv, d), (1, kv, d), (1, kv * d)] if d else [])
+    if shape in allowed or (not d and len(shape) != 1):
+        return None
+    return "(1,) per-tensor or per-channel " + ", ".join(str(s) for s in allowed[1:]) + f" (N_kv = {kv}, D = {d})"
