@@ -30,3 +30,22 @@ def check_call_agrees(accepted: dict, rejected: dict) -> None:
         assert [f for f in check_call(op_name, _bound(args, kwargs)) if f.severity == "error"] == [], name
     for name, ((op_name, args, kwargs), _) in rejected.items():
         assert [f.code for f in check_call(op_name, _bound(args, kwargs))][:1] == ["KV518"], name
+
+
+def conformance_tests(accepted: dict, rejected: dict) -> tuple:
+    """The three tests of a quant conformance module, for `test_accepted_..., test_rejected_...,
+    test_check_call_... = conformance_tests(ACCEPTED, REJECTED)`: every accepted case passes,
+    every rejected one raises KV518 with its words, check_call agrees."""
+    @pytest.mark.parametrize("name", sorted(accepted))
+    def test_accepted_by_the_operator_passes_the_guard(name):
+        passes(accepted[name])
+
+    @pytest.mark.parametrize("name", sorted(rejected))
+    def test_rejected_by_the_operator_raises_kv518(name):
+        raises_kv518(*rejected[name])
+
+    def test_check_call_agrees_with_the_guard():
+        check_call_agrees(accepted, rejected)
+
+    return (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
+            test_check_call_agrees_with_the_guard)

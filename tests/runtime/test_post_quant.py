@@ -3,9 +3,8 @@ quant_offset_out), families/fa/quant_out.py, against the operator source (rules/
 [fa_contracts.post_quant]): IFA ProcessQuant2Dtype / ProcessQuant2 / CheckQuant2Shape, PFA
 CheckPostQuantParams. Cases named `utest:<name>` replay attention/incre_flash_attention/tests/utest/
 op_host/test_incre_flash_attention_tiling.cpp with its shapes. Meta tensors, as in test_conformance."""
-import pytest
 import torch
-from quant_replay import check_call_agrees, passes, raises_kv518
+from quant_replay import conformance_tests
 from test_conformance import _collect
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
@@ -110,18 +109,8 @@ REJECTED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    passes(ACCEPTED[name])
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_kv518(name):
-    raises_kv518(*REJECTED[name])
-
-
-def test_check_call_agrees_with_the_guard():
-    check_call_agrees(ACCEPTED, REJECTED)
+(test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
+ test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
 
 
 def test_old_tiling_cases_are_not_checked():

@@ -4,9 +4,8 @@ against the IFA tiling (rules/facts/fa_contracts.toml [fa_contracts.antiquant_sp
 `utest:<name>` replay attention/fused_infer_attention_score/tests/utest/op_host/
 test_fused_infer_attention_score_tiling.cpp with its shapes and dtypes. Meta tensors, collect and
 raise mode under patch(), and check_call(), as test_post_quant does."""
-import pytest
 import torch
-from quant_replay import check_call_agrees, passes, raises_kv518
+from quant_replay import conformance_tests, passes, raises_kv518
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
 
@@ -170,18 +169,8 @@ REJECTED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    passes(ACCEPTED[name])
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_kv518(name):
-    raises_kv518(*REJECTED[name])
-
-
-def test_check_call_agrees_with_the_guard():
-    check_call_agrees(ACCEPTED, REJECTED)
+(test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
+ test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
 
 
 def test_a_cached_verdict_reports_again():

@@ -683,13 +683,14 @@ def antiquant_params(call: Call) -> None:
             continue
         shape = tuple(t.shape)
         if mode == ANTIQUANT["per_token"]:
+            seq = kv_seq(view)  # seqSize_: S >= it (0: not checked, the empty-tensor path reads 1024)
             if len(shape) != ANTIQUANT["per_token_rank"] or shape[0] != ANTIQUANT["stacked"] or (
-                    view.batch is not None and shape[1] != view.batch):
-                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S_kv) in per-token mode "
-                          "(antiquant_mode 1: key and value stacked, per request and token)", shape_of(t),
+                    view.batch is not None and shape[1] != view.batch) or (seq and shape[2] < seq):
+                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S >= {seq}) in per-token mode "
+                          "(antiquant_mode 1: key and value stacked, per request and KV token)", shape_of(t),
                           "the operator rejects the call (IFA CheckKVAntiQuantPerToken)")
                 return
-        elif mode == ANTIQUANT["per_channel"] and view.head_dim:
+        elif view.head_dim:  # modes 0 and 2 (CheckKVAntiQuantParaShapeLegal: not per-token)
             allowed = _antiquant_shapes(view, kv)
             if shape not in allowed:
                 call.fail("KV518", name, "one of " + ", ".join(str(list(s)) for s in allowed) + " (per-tensor, or "
