@@ -66,8 +66,7 @@ ACCEPTED = {
              antiquant_scale=m(2, 10))),
     "FIA decode int8 cache, per-channel (1, N*D) scale, [1] offset": fa(antiquant_scale=m(2, 256),
         quant_scale2=m(1, 1024, dtype=F32), quant_offset2=m(1, dtype=F32)),
-    # not the IFA tiling path (Q_S > 1): these checks do not apply
-    "FIA prefill, scale of another shape": fa(s=16, kv=H, quant_scale2=m(4, 1, 10, dtype=F32)),
+    # FIA prefill (Q_S > 1) is the PFA tiling's: test_quant_prefill
     "FIA v2 decode (N, 1, D) quant_scale_out": fa2(quant_scale_out=m(8, 1, 128, dtype=F32)),
     "PFA fp16 scale with an fp16 query": pfa(quant_scale2=m(1, dtype=H)),
     "PFA (1, N*D) scale, (N, D) offset (same element count)": pfa(quant_scale2=m(1, 1024, dtype=F32),
@@ -105,7 +104,8 @@ REJECTED = {
     "PFA fp16 scale with a bf16 query": (pfa(dtype=BF, quant_scale2=m(1, dtype=H)), "only with a float16 query"),
     "PFA offset element count other than the scale's": (pfa(quant_scale2=m(1024, dtype=F32),
                                                             quant_offset2=m(1, dtype=F32)), "1024 elements"),
-    "PFA scale of neither 1 nor N*D elements": (pfa(quant_scale2=m(8, dtype=F32)), "H = N*D = 1024"),
+    # 256 = 8 heads * 32: past the per-channel D check (D % 32), then neither 1 nor N*D elements
+    "PFA scale of neither 1 nor N*D elements": (pfa(quant_scale2=m(256, dtype=F32)), "H = N*D = 1024"),
 }
 
 

@@ -1,5 +1,5 @@
 """KV int8 antiquant with separate key / value parameters (split mode: key_antiquant_scale,
-value_antiquant_scale, their offsets and modes; v2 dequant_scale_key ...), families/fa/quant_split.py,
+value_antiquant_scale, their offsets and modes; v2 dequant_scale_key ...), families/fa/quant_in.py,
 against the IFA tiling (rules/facts/fa_contracts.toml [fa_contracts.antiquant_split]). Cases named
 `utest:<name>` replay attention/fused_infer_attention_score/tests/utest/op_host/
 test_fused_infer_attention_score_tiling.cpp with its shapes and dtypes. Meta tensors, collect and

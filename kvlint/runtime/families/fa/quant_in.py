@@ -1,14 +1,20 @@
-"""KV int8 antiquant with separate key and value parameters (split mode): key_antiquant_scale /
-value_antiquant_scale, their offsets and key_antiquant_mode / value_antiquant_mode (v2:
-dequant_scale_key / dequant_scale_value, dequant_offset_*, key_quant_mode / value_quant_mode),
-as the IFA tiling checks them for FIA decode (npu_fused_infer_attention_score(_v2), Q_S 1 in
-BSH/BSND/BNSD: FIA tiling.cpp IsUsingIFA). The combined antiquant_scale / antiquant_offset are
-families/fa/contracts.py `antiquant_params`.
+"""Quantization parameters of the attention's inputs, as the tilings check them:
 
-Reads only shapes, dtypes and scalar arguments (the call's signature): the query's and the
-key's dtype, the view's heads, head dim, batch and layout, the key's and the block table's
-shapes, block_size, the split scales' / offsets' shapes and dtypes and the two modes.
-Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split]."""
+- KV int8 antiquant with separate key and value parameters (split mode): key_antiquant_scale /
+  value_antiquant_scale, their offsets and key_antiquant_mode / value_antiquant_mode (v2:
+  dequant_scale_key / dequant_scale_value, dequant_offset_*, key_quant_mode / value_quant_mode),
+  as the IFA tiling checks them for FIA decode (npu_fused_infer_attention_score(_v2), Q_S 1 in
+  BSH/BSND/BNSD: FIA tiling.cpp IsUsingIFA). The combined antiquant_scale / antiquant_offset are
+  families/fa/contracts.py `antiquant_params`.
+- The prefill path (the PFA tiling: npu_prompt_flash_attention, FIA prefill): an int8 query's
+  BMM dequant / quant factors, none of them with an fp16 query and an int8 output, and what FIA
+  prefill refuses (antiquant_mode, v2's query dequant). `pfa_route` tells which FIA calls.
+
+Reads only shapes, dtypes and scalar arguments (the call's signature): the query's, key's and
+value's dtype and element count, the view's heads, head dim, batch, query length and layout, the
+key's and the block table's shapes, block_size, the quantization tensors' shapes and dtypes, the
+modes. Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split],
+[fa_contracts.prefill_quant]."""
 from __future__ import annotations
 
 from typing import Optional
@@ -20,6 +26,7 @@ from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, _quant_n
 from kvlint.runtime.registry import contract
 
 SPLIT = CONTRACTS["antiquant_split"]
+PREFILL = CONTRACTS["prefill_quant"]
 _FLOATS = frozenset((torch.float16, torch.bfloat16))
 _PER_TOKEN_DTYPE = getattr(torch, SPLIT["per_token_dtype"])
 _MIXED = tuple(SPLIT["mixed_modes"])
@@ -196,3 +203,86 @@ def _expected(mode: int, mixed: bool, shape: tuple, kv: int, d: Optional[int], b
     if shape in allowed or (not d and len(shape) != 1):
         return None
     return "(1,) per-tensor or per-channel " + ", ".join(str(s) for s in allowed[1:]) + f" (N_kv = {kv}, D = {d})"
+
+
+# ------------------------------------------------------------------------------ the prefill path
+_BMM = {name: tuple(names) for name, names in PREFILL["bmm_factors"].items()}
+_QUERY_DEQUANT, _QUERY_QUANT_MODE = PREFILL["query_dequant"]["keyword"], PREFILL["query_dequant"]["mode"]
+_POST_QUANT_SCALE = {"npu_prompt_flash_attention": "quant_scale2", "npu_fused_infer_attention_score": "quant_scale2"}
+
+
+def pfa_route(call: Call, view) -> bool:
+    """Is this call tiled by the PFA tiling? npu_prompt_flash_attention always; FIA when IsUsingIFA
+    is certainly false: no query_rope, no 5-D cache, not TND/NTD, Q_S > 1 (FIA tiling.cpp
+    l.687-734; the rest of FIA's prefill routes are not checked here)."""
+    if call.name == "npu_prompt_flash_attention":
+        return True
+    return view.query_rope is None and view.k.dim() != 5 and not view.tnd and (view.q_seq or 0) > 1
+
+
+@contract(*PREFILL["fia_operators"], pure=True)
+def fia_prefill_quant(call: Call) -> None:
+    """FIA TilingProcess4PFA: CheckDequantParams (antiquant_mode 0, no dequant_scale_query without
+    query_rope) and ConvertContextToParamsPFA (no query dequant)."""
+    view = call.view
+    if view is None or view.cache_broken or not pfa_route(call, view):
+        return
+    get = call.args.get
+    mode = get("antiquant_mode")
+    if mode:
+        call.fail("KV518", "antiquant_mode", "0 on the prefill path (Q_S > 1: FIA tiles it like npu_prompt_flash_"
+                  "attention)", str(mode), _why_fia("CheckDequantParams", "antiquant_mode is not supported"))
+        return
+    t = _tensor(get(_QUERY_DEQUANT))
+    if t is not None:
+        call.fail("KV518", _QUERY_DEQUANT, "None on the prefill path without query_rope", f"a tensor {shape_of(t)}",
+                  _why_fia("CheckDequantParams", "when qRope is null, not support dequantScaleQuery exist"))
+        return
+    mode = get(_QUERY_QUANT_MODE)
+    if mode:
+        call.fail("KV518", _QUERY_QUANT_MODE, "0 on the prefill path (Q_S > 1)", str(mode),
+                  _why_fia("ConvertContextToParamsPFA", "PFA not support query dequant now"))
+
+
+def _why_fia(check: str, detail: str) -> str:
+    return f"the operator rejects the call (FIA {check}: {detail})"
+
+
+@contract(*PREFILL["operators"], pure=True)
+def prefill_bmm_factors(call: Call) -> None:
+    """PFA RunBigKernelTilingWithParams: an int8 query's dequant_scale1 / quant_scale1 /
+    dequant_scale2 (PFA deq_scale1 / quant_scale1 / deq_scale2) given and non-empty (l.4214-4223);
+    none of them with an fp16 query and an int8 output (l.4779-4789); PFA: no quant_offset2 with
+    an int8 query and an fp16 output (l.4104-4107)."""
+    view = call.view
+    if view is None or view.cache_broken or not pfa_route(call, view):
+        return
+    if view.q.numel() == 0 or view.k.numel() == 0 or view.v.numel() == 0:
+        return  # the empty-tensor path returns first (l.4173-4206)
+    get = call.args.get
+    factors = _BMM[call.name]
+    q = view.q.dtype
+    int8_out = _tensor(get(_POST_QUANT_SCALE[call.name])) is not None
+    why = "the operator rejects the call (PFA RunBigKernelTilingWithParams"
+    if q == torch.int8:
+        for arg in factors:
+            t = _tensor(get(arg))
+            if t is None or t.numel() == 0:
+                call.fail("KV518", arg, "a non-empty tensor: an int8 query needs " + ", ".join(factors),
+                          "None" if t is None else f"an empty tensor {shape_of(t)}",
+                          why + ": dequant scale or first quant scale is nullptr / empty when input type is int8)")
+                return
+        if call.name == "npu_prompt_flash_attention" and not int8_out:
+            t = _tensor(get("quant_offset2"))
+            if t is not None:
+                call.fail("KV518", "quant_offset2", "None without quant_scale2 (an int8 query without quant_scale2 "
+                          "has an fp16 output)", f"a tensor {shape_of(t)}", why + ": when query dtype is int8 and "
+                          "output dtype is fp16, the output's dequant scale and offset should be null)")
+    elif q == torch.float16 and int8_out:
+        for arg in factors:
+            t = _tensor(get(arg))
+            if t is not None:
+                call.fail("KV518", arg, "None with an fp16 query and an int8 output (the BMM factors are for an "
+                          "int8 query)", f"a tensor {shape_of(t)}", why + ": when input dtype is fp16 and output "
+                          "dtype is int8, dequantScale1, quantScale1 and dequantScale2 should be null)")
+                return
