@@ -18,7 +18,7 @@ from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
-from kvlint.source import ReadFailure, SourceFile, decode, read_bytes
+from kvlint.source import ReadFailure, SourceFile, decode, file_stat, read_file
 
 PARSE_ERROR = "KV000"
 
@@ -69,14 +69,17 @@ class Checker:
 
     # -- entry points -------------------------------------------------------------------
     def check_path(self, path: str) -> FileResult:
-        data = read_bytes(path)
-        if isinstance(data, ReadFailure):
-            return self._failure(path, data.reason)
-        return self.check_bytes(path, data)
+        st, data, reason = read_file(path)
+        if data is None:
+            return self._failure(path, reason)
+        return self.check_bytes(path, data, stat=file_stat(st))
 
-    def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
+    def check_bytes(self, path: str, data: bytes, prefilter: bool = True,
+                    stat: Optional[tuple] = None) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes
-        (the pre-filter's property test compares both)."""
+        (the pre-filter's property test compares both). `stat`: (size, mtime_ns, inode) of
+        the file these bytes were read from, if known: its parsed module is then kept for
+        the files that import it (Project.adopt)."""
         if prefilter:
             if not self.rules or (self.prefilter is not None and not self.prefilter.search(data)):
                 return FileResult(path)
@@ -92,7 +95,7 @@ class Checker:
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
-        return self.check_source(source, rules)
+        return self.check_source(source, rules, stat)
 
     def rules_for(self, data: bytes) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
@@ -132,12 +135,16 @@ class Checker:
                 out.append(r)
         return out
 
-    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
-        """`rules`: the rules to run (default: `rules_for(source.data)`)."""
+    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None,
+                     stat: Optional[tuple] = None) -> FileResult:
+        """`rules`: the rules to run (default: `rules_for(source.data)`); `stat`: as for
+        check_bytes."""
         result = FileResult(source.path)
         try:
             tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
-            if tree is None:
+            if tree is not None:
+                stat = None  # already a loaded module
+            else:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
                     tree = ast.parse(source.text, filename=source.path)
@@ -168,6 +175,8 @@ class Checker:
         finally:
             own = os.path.abspath(source.path)
             result.dependencies = {p: h for p, h in self.project.end().items() if p != own}
+            if stat is not None:
+                self.project.adopt(source.path, source.data, ctx.values, stat)
         if findings or self.report_unused_noqa:
             noqa = NoqaIndex(source)
             if self.report_unused_noqa:  # KV900, before suppression: it needs every finding

@@ -71,6 +71,11 @@ def read_file(path: str) -> Tuple[Optional[os.stat_result], Optional[bytes], str
         os.close(fd)
 
 
+def file_stat(st: Optional[os.stat_result]) -> Optional[Tuple[int, int, int]]:
+    """(size, mtime_ns, inode): what tells that a file changed since it was read."""
+    return (st.st_size, st.st_mtime_ns, st.st_ino) if st is not None else None
+
+
 def read_bytes(path: Union[str, Path]) -> Union[bytes, ReadFailure]:
     """Read a regular file; anything else (FIFO, device, broken link, directory) is a failure."""
     _, data, reason = read_file(str(path))

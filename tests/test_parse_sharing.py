@@ -52,3 +52,37 @@ def test_parsed_tree_only_for_the_same_bytes(tmp_path):
     assert checker.project.parsed_tree(str(mod), mod.read_bytes()) is tracer.index.tree
     assert checker.project.parsed_tree(str(mod), b"def build():\n    return 2\n") is None
     assert checker.project.parsed_tree(str(tmp_path / "other.py"), mod.read_bytes()) is None
+
+
+MASKS = ("import torch\nimport torch_npu\n\n\ndef build(n):\n    return torch.ones(n, n).{cast}()\n\n\n"
+         "def reference(q, k, v, n):\n    return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=n, scale=0.1)\n")
+
+
+def test_a_checked_file_is_not_parsed_again_for_a_later_importer(tmp_path, monkeypatch):
+    masks = tmp_path / "masks.py"
+    masks.write_text(MASKS.format(cast="float"))
+    user = tmp_path / "user.py"
+    user.write_text("import torch_npu\nfrom masks import build\n\n\ndef f(q, k, v, n):\n"
+                    "    return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=n, scale=0.1,\n"
+                    "        atten_mask=build(8), sparse_mode=3, input_layout='BSND')\n")
+    parsed = []
+
+    def counting(source, filename="<unknown>", *args, **kwargs):
+        parsed.append(os.path.basename(filename))
+        return REAL_PARSE(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    checker = Checker(roots=[str(tmp_path)])
+    checker.check_bytes(str(masks), masks.read_bytes())  # no stat: not kept
+    first = checker.check_path(str(masks))  # read with its stat: kept for importers
+    kept = checker.check_path(str(user))
+    assert parsed == ["masks.py", "masks.py", "user.py"]
+    assert [f.code for f in kept.findings] == ["KV205"]  # the float mask built in masks.py
+    assert str(masks) in kept.dependencies and not first.findings
+
+    # an edit after the check: the importer parses the module again, with the new bytes
+    parsed.clear()
+    masks.write_text(MASKS.format(cast="bool") + "\n")
+    again = checker.check_path(str(user))
+    assert parsed == ["masks.py"]  # user.py: its own kept tree (same bytes)
+    assert "KV205" not in [f.code for f in again.findings]

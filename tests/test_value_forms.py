@@ -387,6 +387,23 @@ def test_combinations_pair_ternaries_on_one_condition():
     """, 4) == [("Name", 3), (None, 0)]
 
 
+def test_combinations_split_a_ternary_of_tuples_per_side():
+    assert branch_combos("""
+    def f(q, m, single):
+        mask, mode = (None, 0) if single else (m, 4)
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """, 4) == [("Name", 4), (None, 0)]  # not (None, 4), (m, 0)
+
+
+def test_a_side_that_is_not_a_tuple_literal_stays_one_leaf_on_its_arm():
+    combos = branch_combos("""
+    def f(q, m, single):
+        mask, mode = (None, 0) if single else helper(m)
+        op(q, atten_mask=mask, sparse_mode=mode)
+    """, 4)
+    assert combos == [("Subscript", "Subscript"), (None, 0)]
+
+
 def test_a_later_assignment_in_one_arm_overrides_on_that_arm_only():
     assert branch_combos("""
     def f(q, m, quant):
