@@ -6,6 +6,7 @@ dtype in modes 0 and 1 only); per-token S covers the KV length (CheckKVAntiQuant
 The operator team's combined-mode cases are in test_conformance (utest:case_antiquantscale_*)."""
 import torch
 from quant_replay import conformance_tests
+from test_conformance import _collect
 
 H, F32, I8 = torch.float16, torch.float32, torch.int8
 
@@ -54,3 +55,16 @@ REJECTED = {
 
 (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
  test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
+
+
+def test_old_tiling_calls_are_not_checked():
+    """IFA CheckIfRollBack: a non-paged npu_incre_flash_attention call with D >= 1024 goes to the old
+    tiling before ProcessAntiQuant, whose checks are not in the source: a combined scale of a shape
+    the new tiling rejects is not reported."""
+    case = ("npu_incre_flash_attention", (m(4, 1, 2048), m(4, 512, 2048, dtype=I8), m(4, 512, 2048, dtype=I8)),
+            dict(num_heads=2, input_layout="BSH", scale_value=1024 ** -0.5, antiquant_scale=m(1, 7)))
+    assert [f for f in _collect(case) if f.severity == "error" and "antiquant" in f.message] == []
+    paged = ("npu_incre_flash_attention", (m(4, 1, 2048), m(16, 128, 2048, dtype=I8), m(16, 128, 2048, dtype=I8)),
+             dict(num_heads=2, input_layout="BSH", scale_value=1024 ** -0.5, antiquant_scale=m(1, 7),
+                  block_table=torch.zeros(4, 4, dtype=torch.int32), block_size=128, actual_seq_lengths=[512] * 4))
+    assert "KV518" in [f.code for f in _collect(paged)]  # paged: never the old tiling

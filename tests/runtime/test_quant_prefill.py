@@ -1,7 +1,8 @@
 """The prefill path's quantization parameters (the PFA tiling: npu_prompt_flash_attention and FIA
 prefill, families/fa/quant_in.py and quant_out.py; rules/facts/fa_contracts.toml
 [fa_contracts.prefill_quant], [fa_contracts.post_quant]): an int8 query's BMM factors, none of them
-with an fp16 query and an int8 output, FIA prefill's antiquant_mode and query dequant, and the
+with an fp16 query and an int8 output, FIA prefill's antiquant_mode and query dequant (and FIA
+decode's: no query dequant scale with a float query), and the
 post-quant scale on FIA prefill with its per-channel limits. Cases named `utest:<name>` replay
 attention/prompt_flash_attention/tests/utest/op_host/test_prompt_flash_attention_tiling.cpp (its
 PfaCase harness: QuantShapeType ALL_1 / POST_1 give [1] float32 tensors)."""
@@ -83,6 +84,9 @@ REJECTED = {
     "v2 prefill dequant_scale_query without query_rope": (fa2(dequant_scale_query=m(2, 8, 1, dtype=F32)),
                                                           "dequantScaleQuery"),
     "v2 prefill query_quant_mode 3": (fa2(query_quant_mode=3), "query dequant"),
+    # decode (the IFA tiling): IFA ProcessQuant
+    "v2 decode dequant_scale_query with a bf16 query": (fa2(s=1, dequant_scale_query=m(2, 8, 1, dtype=F32)),
+                                                        "query is not int8"),
     # not the IFA tiling path, but the PFA one: CheckPostQuantParams (D per head = 40 / 8 = 5)
     "FIA prefill, scale of another shape (4, 1, 10)": (fa(s=16, quant_scale2=m(4, 1, 10, dtype=F32)),
                                                        "non-32-byte aligned"),

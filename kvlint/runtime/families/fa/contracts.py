@@ -651,6 +651,8 @@ def antiquant_params(call: Call) -> None:
         return  # full quantization (int8 query): other checks
     if not _ifa_route(call, view):
         return  # the PFA tiling (prefill), FIA's own (MLA), TND, NZ: not these checks
+    if (view.head_dim or 0) >= ANTIQUANT["rollback_head_dim"] and not view.paged:
+        return  # the old tiling (IFA CheckIfRollBack), whose checks are not in the source
     if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
         return  # key / value parameters given separately: the split mode's own checks
     if k.dtype == q.dtype:

@@ -221,13 +221,25 @@ def pfa_route(call: Call, view) -> bool:
 
 
 @contract(*PREFILL["fia_operators"], pure=True)
-def fia_prefill_quant(call: Call) -> None:
-    """FIA TilingProcess4PFA: CheckDequantParams (antiquant_mode 0, no dequant_scale_query without
-    query_rope) and ConvertContextToParamsPFA (no query dequant)."""
+def fia_route_quant(call: Call) -> None:
+    """What each FIA tiling route refuses of the query-side quantization: on the IFA tiling (decode)
+    a query dequant scale with a float query (IFA ProcessQuant l.995-999); on the PFA tiling
+    (prefill) antiquant_mode other than 0 and a query dequant without query_rope (FIA
+    TilingProcess4PFA: CheckDequantParams, ConvertContextToParamsPFA)."""
     view = call.view
-    if view is None or view.cache_broken or not pfa_route(call, view):
+    if view is None or view.cache_broken:
         return
     get = call.args.get
+    if _ifa_route(call, view):
+        t = _tensor(get(_QUERY_DEQUANT))
+        if t is not None and view.q.dtype in _FLOATS:
+            call.fail("KV518", _QUERY_DEQUANT, f"None with a {dtype_name(view.q.dtype)} query (the query dequant scale "
+                      "is for an int8 query)", f"a tensor {shape_of(t)}",
+                      "the operator rejects the call (IFA ProcessQuant: when the dtype of query is not int8, the "
+                      "query's dequant scale should be null)")
+        return
+    if not pfa_route(call, view):
+        return
     mode = get("antiquant_mode")
     if mode:
         call.fail("KV518", "antiquant_mode", "0 on the prefill path (Q_S > 1: FIA tiles it like npu_prompt_flash_"
