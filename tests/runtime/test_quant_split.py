@@ -6,6 +6,7 @@ test_fused_infer_attention_score_tiling.cpp with its shapes and dtypes. Meta ten
 raise mode under patch(), and check_call(), as test_post_quant does."""
 import torch
 from quant_replay import conformance_tests, passes, raises_kv518
+from test_conformance import _collect
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
 
@@ -179,3 +180,14 @@ def test_a_cached_verdict_reports_again():
     for _ in range(3):
         raises_kv518(*REJECTED["per-token bf16 scale"])
     passes(ACCEPTED["per-token (1, B, S) float32"])
+
+
+def test_the_atb_branch_is_not_checked():
+    """FIA paged decode with an int8 cache, inner_precise 2 and query lengths takes the IFA
+    tiling's ATB branch (AtbCheckFlag910), which skips ProcessAntiQuant: a key scale the IFA path
+    rejects is not reported there, and is without the query lengths."""
+    bad = m(7, dtype=F32)
+    (op_name, args, kwargs) = paged(1, bad)
+    atb = (op_name, args, dict(kwargs, inner_precise=2, actual_seq_lengths=[1, 1]))
+    assert [f for f in _collect(atb) if f.severity == "error" and "antiquant" in f.message] == []
+    assert "KV518" in [f.code for f in _collect((op_name, args, dict(kwargs, inner_precise=2)))]

@@ -581,10 +581,17 @@ _MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"
 
 def _ifa_route(call: Call, view: FaView) -> bool:
     """Is this call tiled by the IFA tiling (npu_incre_flash_attention; FIA decode: Q_S 1, no
-    query_rope, BSH/BSND/BNSD(_NBSD), no NZ cache: FIA tiling.cpp IsUsingIFA)?"""
+    query_rope, BSH/BSND/BNSD(_NBSD), no NZ cache: FIA tiling.cpp IsUsingIFA), not by its ATB
+    branch (an FIA paged int8 cache with inner_precise 2 and query lengths: IFA tiling.cpp
+    AtbCheckFlag / AtbCheckFlag910, which skips the IFA checks)?"""
     if call.name == "npu_incre_flash_attention":
         return True
-    return (view.layout in _IFA_LAYOUTS and view.q_seq == 1 and view.query_rope is None and view.k.dim() != 5)
+    if not (view.layout in _IFA_LAYOUTS and view.q_seq == 1 and view.query_rope is None and view.k.dim() != 5):
+        return False
+    if view.paged and view.k.dtype == torch.int8 and call.get(view.roles.inner_precise) == ANTIQUANT["atb_precise"]:
+        q_lens = call.get(view.roles.q_lens)
+        return not (q_lens is not None and (q_lens.numel() if isinstance(q_lens, _Tensor) else len(q_lens)) > 0)
+    return True
 
 
 @contract(*FACTS.family("fa"), pure=True)
