@@ -49,3 +49,15 @@ def conformance_tests(accepted: dict, rejected: dict) -> tuple:
 
     return (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
             test_check_call_agrees_with_the_guard)
+
+
+def unchecked_test(cases: dict):
+    """`test_... = unchecked_test(NOT_CHECKED)`: calls outside what these contracts mirror (another
+    tiling route, the empty-tensor path, an override) get no KV518 from them, whatever the
+    operator makes of them (so they are not claimed as accepted)."""
+    @pytest.mark.parametrize("name", sorted(cases))
+    def test_outside_the_mirrored_checks_is_not_reported(name):
+        findings = [f.message for f in _collect(cases[name]) if f.code == "KV518"]
+        assert findings == [], findings
+
+    return test_outside_the_mirrored_checks_is_not_reported

@@ -7,7 +7,7 @@ post-quant scale on FIA prefill with its per-channel limits. Cases named `utest:
 attention/prompt_flash_attention/tests/utest/op_host/test_prompt_flash_attention_tiling.cpp (its
 PfaCase harness: QuantShapeType ALL_1 / POST_1 give [1] float32 tensors)."""
 import torch
-from quant_replay import conformance_tests
+from quant_replay import conformance_tests, unchecked_test
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
 
@@ -57,16 +57,14 @@ ACCEPTED = {
     "FIA prefill per-channel (1, N*D) float32": fa(quant_scale2=m(1, 1024, dtype=F32), quant_offset2=m(1024, dtype=F32)),
     "FIA prefill bf16 per-channel (N, D) bf16": fa(BF, quant_scale2=m(8, 128, dtype=BF)),
     "FIA prefill per-tensor with a softmax LSE": fa(quant_scale2=one(), softmax_lse_flag=True),
-    "FIA prefill int8 cache, key/value modes (the msd path)": fa(kv=I8, key_antiquant_mode=1, value_antiquant_mode=1,
+    # case_antiquant_mode_msd's form (bf16 query, per-token (B, S) float32) with B 2, S 512
+    "FIA prefill int8 cache, key/value modes (the msd path)": fa(BF, kv=I8, key_antiquant_mode=1,
+                                                                value_antiquant_mode=1,
                                                                 key_antiquant_scale=m(2, 512, dtype=F32),
                                                                 value_antiquant_scale=m(2, 512, dtype=F32)),
     "FIA decode, antiquant_mode 1 (the IFA tiling: not CheckDequantParams)": fa(
         kv=I8, s=1, antiquant_mode=1, antiquant_scale=m(2, 2, 512, dtype=F32)),
     "v2 prefill, quant_scale_out (N*D,) float32": fa2(quant_scale_out=m(1024, dtype=F32)),
-    "v2 prefill, out_dtype given (not the int8 branch)": fa2(quant_scale_out=m(7, dtype=F32), out_dtype=1),
-    "PFA empty query, factors missing (the empty-tensor path)": ("npu_prompt_flash_attention",
-        (m(0, 40, 1, 128, dtype=I8), m(0, 40, 1000, 128, dtype=I8), m(0, 40, 1000, 128, dtype=I8)),
-        dict(num_heads=40, input_layout="BNSD", scale_value=0.088)),
 }
 
 REJECTED = {
@@ -103,5 +101,14 @@ REJECTED = {
     "FIA prefill fp16 scale with a bf16 query": (fa(BF, quant_scale2=one(H)), "only with a float16 query"),
 }
 
+# v2's out_dtype (not the int8 branch), the empty-tensor path: not these checks
+NOT_CHECKED = {
+    "v2 prefill, out_dtype given (not the int8 branch)": fa2(quant_scale_out=m(7, dtype=F32), out_dtype=1),
+    "PFA empty query, factors missing (the empty-tensor path)": ("npu_prompt_flash_attention",
+        (m(0, 40, 1, 128, dtype=I8), m(0, 40, 1000, 128, dtype=I8), m(0, 40, 1000, 128, dtype=I8)),
+        dict(num_heads=40, input_layout="BNSD", scale_value=0.088)),
+}
+
 (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
  test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
+test_outside_the_mirrored_checks_is_not_reported = unchecked_test(NOT_CHECKED)

@@ -5,7 +5,7 @@ against the IFA tiling (rules/facts/fa_contracts.toml [fa_contracts.antiquant_sp
 test_fused_infer_attention_score_tiling.cpp with its shapes and dtypes. Meta tensors, collect and
 raise mode under patch(), and check_call(), as test_post_quant does."""
 import torch
-from quant_replay import conformance_tests, passes, raises_kv518
+from quant_replay import conformance_tests, passes, raises_kv518, unchecked_test
 from test_conformance import _collect
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
@@ -104,12 +104,6 @@ ACCEPTED = {
     # modes other than the split ones do not matter without key/value scales
     "key/value modes with the combined scale only": fa(3, dtype=H, layout="BSH", antiquant_scale=m(2, 256),
                                                        antiquant_offset=m(2, 256)),
-    # not on the IFA tiling path / not antiquant: these checks do not apply
-    "prefill (Q_S 16), a shape the decode path rejects": fa(0, m(7, dtype=BF), s=16),
-    "int8 query (full quantization)": ("npu_fused_infer_attention_score",
-        (m(2, 1, 1024, dtype=I8), m(2, 512, 256, dtype=I8), m(2, 512, 256, dtype=I8)),
-        dict(num_heads=8, num_key_value_heads=2, input_layout="BSH", scale=0.088,
-             key_antiquant_scale=m(7, dtype=F32), value_antiquant_scale=m(7, dtype=F32))),
 }
 
 REJECTED = {
@@ -170,8 +164,18 @@ REJECTED = {
 }
 
 
+# not the IFA tiling path (the PFA tiling; an int8 query's full quantization): not these checks
+NOT_CHECKED = {
+    "prefill (Q_S 16), a shape the decode path rejects": fa(0, m(7, dtype=BF), s=16),
+    "int8 query (full quantization)": ("npu_fused_infer_attention_score",
+        (m(2, 1, 1024, dtype=I8), m(2, 512, 256, dtype=I8), m(2, 512, 256, dtype=I8)),
+        dict(num_heads=8, num_key_value_heads=2, input_layout="BSH", scale=0.088,
+             key_antiquant_scale=m(7, dtype=F32), value_antiquant_scale=m(7, dtype=F32))),
+}
+
 (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
  test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
+test_outside_the_mirrored_checks_is_not_reported = unchecked_test(NOT_CHECKED)
 
 
 def test_a_cached_verdict_reports_again():
@@ -191,3 +195,11 @@ def test_the_atb_branch_is_not_checked():
     atb = (op_name, args, dict(kwargs, inner_precise=2, actual_seq_lengths=[1, 1]))
     assert [f for f in _collect(atb) if f.severity == "error" and "antiquant" in f.message] == []
     assert "KV518" in [f.code for f in _collect((op_name, args, dict(kwargs, inner_precise=2)))]
+
+
+def test_v2_dtype_overrides_are_not_checked():
+    """v2's dequant_scale_key_dtype / ..._dtype hand the operator other dtypes than the tensors':
+    the bf16 per-token scale rejected above is not reported with them."""
+    case = fa2(1, m(1, 2, 512, dtype=BF), dequant_scale_key_dtype=0, dequant_scale_value_dtype=0)
+    assert [f for f in _collect(case) if f.severity == "error" and "dequant_scale" in f.message] == []
+    assert "KV518" in [f.code for f in _collect(fa2(1, m(1, 2, 512, dtype=BF)))]
