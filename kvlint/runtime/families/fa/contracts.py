@@ -35,6 +35,7 @@ _SHOWN_SHAPES = ", ".join(map(str, _SHAPES[:-1])) + f" or {_SHAPES[-1]}"
 CONTRACTS = FACTS.table("fa_contracts")
 MLA = CONTRACTS["mla"]
 MLA_DTYPES = frozenset((torch.float16, torch.bfloat16))
+MLA_FULL_QUANT_MAX_QUERY = CONTRACTS["mla_quant"]["mtp_max_query"]
 BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
@@ -368,7 +369,10 @@ def dtypes(call: Call) -> None:
     if kd != qd and q.is_floating_point() and k.is_floating_point():
         call.fail("KV115", "key", f"{dtype_name(qd)} like the query", dtype_name(kd),
                   "mixed floating dtypes are not supported")
-    elif qd == torch.int8 and view.paged:
+    # MLA decode / MTP with an int8 query pages an NZ cache (IFA tiling.cpp SetQuantFlag l.531-535):
+    # quant_in.py mla_full_quant checks it
+    elif qd == torch.int8 and view.paged and not (view.query_rope is not None and view.key_rope is not None
+                                                 and (view.q_seq or 0) <= MLA_FULL_QUANT_MAX_QUERY):
         call.fail("KV115", "query", "float16 or bfloat16 with a block_table (paged attention)", "int8",
                   "paged attention does not take an int8 query")
 

@@ -27,6 +27,9 @@ from kvlint.runtime.registry import contract
 
 SPLIT = CONTRACTS["antiquant_split"]
 PREFILL = CONTRACTS["prefill_quant"]
+MLA_QUANT = CONTRACTS["mla_quant"]
+FULL = CONTRACTS["mla_full_quant"]
+ATB_PRECISE = CONTRACTS["antiquant"]["atb_precise"]
 _FLOATS = frozenset((torch.float16, torch.bfloat16))
 _PER_TOKEN_DTYPE = getattr(torch, SPLIT["per_token_dtype"])
 _MIXED = tuple(SPLIT["mixed_modes"])
@@ -301,3 +304,120 @@ def prefill_bmm_factors(call: Call) -> None:
                           "int8 query)", f"a tensor {shape_of(t)}", why + ": when input dtype is fp16 and output "
                           "dtype is int8, dequantScale1, quantScale1 and dequantScale2 should be null)")
                 return
+
+
+# ------------------------------------------------------------------------------ quantized MLA
+_MLA_TND = frozenset(MLA_QUANT["tnd_layouts"])
+_IFA_LAYOUTS = frozenset(CONTRACTS["antiquant"]["ifa_layouts"])
+
+
+def mla_ifa_route(call: Call, view) -> bool:
+    """Is this an MLA call (query_rope and key_rope) with a quantized cache or query (int8 key:
+    RouteToFia keeps it in the IFA tiling) that FIA tiles with the IFA tiling (IsUsingIFA), not
+    its ATB branch?"""
+    if not (isinstance(view.query_rope, _Tensor) and isinstance(view.key_rope, _Tensor)):
+        return False
+    q, k = view.q.dtype, view.k.dtype
+    if k != torch.int8 or q not in (torch.float16, torch.bfloat16, torch.int8):
+        return False
+    mla_d = view.head_dim == MLA_QUANT["head_dim"]
+    if view.layout in _MLA_TND:
+        ifa = mla_d
+    else:
+        s = view.q_seq or 0
+        ifa = view.layout in _IFA_LAYOUTS and (s == 1 or (mla_d and (1 < s <= MLA_QUANT["mtp_max_query"] or
+                                                                     view.sparse == MLA_QUANT["sliding_mode"])))
+    if not ifa:
+        return False
+    if view.paged and call.get(view.roles.inner_precise) == ATB_PRECISE:
+        q_lens = call.get(view.roles.q_lens)
+        if q_lens is not None and (q_lens.numel() if isinstance(q_lens, _Tensor) else len(q_lens)) > 0:
+            return False  # the ATB branch (AtbCheckFlag910)
+    return True
+
+
+@contract(*MLA_QUANT["operators"], pure=True)
+def mla_antiquant(call: Call) -> None:
+    """IFA CheckMlaMisc: no KV antiquant (a float query with an int8 cache) in MLA."""
+    view = call.view
+    if view is None or view.cache_broken or view.q.dtype == torch.int8 or not mla_ifa_route(call, view):
+        return
+    call.fail("KV518", "key", f"a {dtype_name(view.q.dtype)} cache like the query: MLA (query_rope / key_rope) takes "
+              "no KV antiquant", f"an int8 cache {shape_of(view.k)} with a {dtype_name(view.q.dtype)} query",
+              "the operator rejects the call (IFA ProcessMlaRope / CheckMlaMisc: antiquant is not supported in MLA)")
+
+
+_FULL_ABSENT = {name: _quant_names(name, FULL["absent"]) for name in MLA_QUANT["operators"]}
+_FULL_SCALES = {name: _quant_names(name, ("key_antiquant_scale", "value_antiquant_scale"))
+                for name in MLA_QUANT["operators"]}
+_FULL_MODES = {name: _quant_names(name, ("key_antiquant_mode", "value_antiquant_mode"))
+               for name in MLA_QUANT["operators"]}
+_ROPE_DTYPE = getattr(torch, FULL["rope_dtype"])
+_SCALE_DTYPE = getattr(torch, FULL["scale_dtype"])
+
+
+@contract(*MLA_QUANT["operators"], pure=True)
+def mla_full_quant(call: Call) -> None:
+    """MLA with an int8 query and cache on the IFA tiling: IFA SetQuantFlag, ProcessQuant,
+    CheckQkvQuantParams4FullQuant ([fa_contracts.mla_full_quant])."""
+    view = call.view
+    if view is None or view.cache_broken or view.q.dtype != torch.int8 or not mla_ifa_route(call, view):
+        return
+    why = "the operator rejects the call (IFA "
+    if not view.paged or view.k.dim() != 5:
+        call.fail("KV518", "key", "a paged 5-D NZ cache (num_blocks, N_kv, D/32, block_size, 32) with a block_table: "
+                  "an int8 query in MLA", f"{'a paged' if view.paged else 'a non-paged'} {view.k.dim()}-D cache "
+                  f"{shape_of(view.k)}", why + "SetQuantFlag: when the dtype of query is int8 in MLA, PageAttention "
+                  "should be enabled and KV layout must be NZ)")
+        return
+    if view.layout in FULL["no_bnsd"]:
+        call.fail("KV518", view.roles.layout or "input_layout", "BSH, BSND or TND (and their output forms) with an "
+                  "int8 query in MLA", repr(view.layout), why + "ProcessQuant: layout BNSD/BNSD_NBSD is not support)")
+        return
+    get = call.args.get
+    for arg in _FULL_ABSENT[call.name]:
+        t = _tensor(get(arg))
+        if t is not None:
+            call.fail("KV518", arg, "None with an int8 query in MLA (full quantization takes the query's, the key's "
+                      "and the value's dequant scales only)", f"a tensor {shape_of(t)}", why + "ProcessQuant)")
+            return
+    key_arg, value_arg = _FULL_SCALES[call.name]
+    if call.name != "npu_fused_infer_attention_score_v2":
+        call.fail("KV518", "query", "a float query: an int8 query in MLA needs dequant_scale_query, which only "
+                  "npu_fused_infer_attention_score_v2 takes", "int8", why + "CheckQkvQuantParams4FullQuant: the "
+                  "query's dequant scale should not be null)")
+        return
+    scales = ((_QUERY_DEQUANT, _tensor(get(_QUERY_DEQUANT))), (key_arg, _tensor(get(key_arg))),
+              (value_arg, _tensor(get(value_arg))))
+    for arg, t in scales:
+        if t is None:
+            call.fail("KV518", arg, "a tensor: an int8 query in MLA needs " + ", ".join(a for a, _ in scales), "None",
+                      why + "CheckQkvQuantParams4FullQuant)")
+            return
+    q_shape = tuple(view.q.shape)
+    want_q = (q_shape[0], q_shape[1], view.num_heads) if view.layout in FULL["bsh_layouts"] else q_shape[:-1]
+    for arg, t, want in ((scales[0][0], scales[0][1], want_q), (key_arg, scales[1][1], (1,)),
+                         (value_arg, scales[2][1], (1,))):
+        if tuple(t.shape) != want:
+            call.fail("KV518", arg, str(want), shape_of(t), why + ("CheckQueryQuantParam4FullQuant)" if arg ==
+                                                                   _QUERY_DEQUANT else "CheckKVQuantParam4FullQuant)"))
+            return
+    mode = int(get(_QUERY_QUANT_MODE) or 0)
+    if mode != FULL["query_quant_mode"]:
+        call.fail("KV518", _QUERY_QUANT_MODE, f"{FULL['query_quant_mode']} (per-token-head) with an int8 query",
+                  str(mode), why + "CheckQkvQuantParams4FullQuant)")
+        return
+    for arg in _FULL_MODES[call.name]:
+        if get(arg):
+            call.fail("KV518", arg, "0 with an int8 query in MLA", str(get(arg)),
+                      why + "CheckQkvQuantParams4FullQuant)")
+            return
+    for arg, t in scales:
+        if t.dtype != _SCALE_DTYPE:
+            call.fail("KV518", arg, FULL["scale_dtype"], dtype_name(t.dtype), why + "CheckQkvQuantParams4FullQuant)")
+            return
+    for arg, t in ((view.roles.query_rope, view.query_rope), (view.roles.key_rope, view.key_rope)):
+        if t.dtype != _ROPE_DTYPE:
+            call.fail("KV518", arg, f"{FULL['rope_dtype']} with an int8 query", dtype_name(t.dtype),
+                      why + "ProcessQuant: query_rope and key rope dtype should be bf16)")
+            return

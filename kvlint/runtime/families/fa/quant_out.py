@@ -11,7 +11,7 @@ import torch
 
 from kvlint.runtime.call import Call, dtype_name, shape_of
 from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route
-from kvlint.runtime.families.fa.quant_in import pfa_route  # (quant_in's contracts register with this module)
+from kvlint.runtime.families.fa.quant_in import mla_ifa_route, pfa_route  # (quant_in's contracts register here)
 from kvlint.runtime.registry import contract
 
 POST_QUANT = CONTRACTS["post_quant"]
@@ -169,3 +169,25 @@ def _per_channel_refused(call: Call, view, scale_arg: str, scale: _Tensor, n: in
                   why + ": post quant per-channel do not support D non-32-byte aligned")
         return True
     return False
+
+
+@contract(*CONTRACTS["mla_quant"]["operators"], pure=True)
+def post_quant_mla(call: Call) -> None:
+    """Quantized MLA on the IFA tiling: no int8 output (IFA CheckDefaultMisc via CheckMlaMisc),
+    no output offset without a scale (ProcessQuant2Dtype)."""
+    view = call.view
+    if view is None or view.cache_broken or not mla_ifa_route(call, view):
+        return
+    args = call.args
+    if args.get(_OUT_DTYPE) is not None:
+        return  # v2's out_dtype sets the output type
+    scale_arg, offset_arg = _KEYWORDS[call.name]
+    scale, offset = _tensor(args.get(scale_arg)), _tensor(args.get(offset_arg))
+    if scale is not None:
+        call.fail("KV518", scale_arg, "None: MLA (query_rope / key_rope) has no int8 output (post-quant)",
+                  f"a tensor {shape_of(scale)}", "the operator rejects the call (IFA CheckMlaMisc / CheckDefaultMisc: "
+                  "PostQuant is not supported in MLA)")
+    elif offset is not None:
+        call.fail("KV518", offset_arg, f"None without {scale_arg} (the output is int8 only when {scale_arg} is given)",
+                  f"a tensor {shape_of(offset)}", "the operator rejects the call (IFA ProcessQuant2Dtype: the output's "
+                  "dequant offset exist, output data type should be INT8)")
