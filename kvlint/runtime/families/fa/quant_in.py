@@ -9,12 +9,16 @@
 - The prefill path (the PFA tiling: npu_prompt_flash_attention, FIA prefill): an int8 query's
   BMM dequant / quant factors, none of them with an fp16 query and an int8 output, and what FIA
   prefill refuses (antiquant_mode, v2's query dequant). `pfa_route` tells which FIA calls.
+- Quantized MLA on the IFA tiling (`mla_ifa_route`): no KV antiquant, and an int8 query's full
+  quantization (NZ paged cache, the query's / key's / value's dequant scales and modes). Its
+  output side (no int8 output) is quant_out.py's.
 
-Reads only shapes, dtypes and scalar arguments (the call's signature): the query's, key's and
-value's dtype and element count, the view's heads, head dim, batch, query length and layout, the
-key's and the block table's shapes, block_size, the quantization tensors' shapes and dtypes, the
-modes. Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split],
-[fa_contracts.prefill_quant]."""
+Reads only shapes, dtypes and scalar arguments (the call's signature): the query's, key's, value's
+and rope tensors' dtype, rank and element count, the view's heads, head dim, batch, query length,
+sparse_mode and layout, the key's and the block table's shapes, block_size, inner_precise, the
+query length list's length, the quantization tensors' shapes and dtypes, the modes and v2's dtype
+overrides. Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split],
+[fa_contracts.prefill_quant], [fa_contracts.mla_quant], [fa_contracts.mla_full_quant]."""
 from __future__ import annotations
 
 from typing import Optional

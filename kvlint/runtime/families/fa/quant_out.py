@@ -1,8 +1,10 @@
 """Post-quantization of the attention output: quant_scale2 / quant_offset2 (v2: quant_scale_out /
-quant_offset_out) as the IFA tiling (npu_incre_flash_attention, FIA decode on the IFA path) and the
-PFA tiling (npu_prompt_flash_attention) check them. torch_npu makes the output int8 exactly when
-the scale is given, so the tilings' int8-output branch is "a scale was passed".
-Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.post_quant]."""
+quant_offset_out) as the IFA tiling (npu_incre_flash_attention, FIA decode on the IFA path), the
+PFA tiling (npu_prompt_flash_attention, FIA prefill: quant_in.pfa_route) and, for quantized MLA,
+the IFA tiling's MLA checks (quant_in.mla_ifa_route: no int8 output) check them. torch_npu makes
+the output int8 exactly when the scale is given, so the tilings' int8-output branch is "a scale
+was passed". Reads only shapes, dtypes and scalar arguments (the call's signature).
+Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.post_quant], [fa_contracts.mla_quant]."""
 from __future__ import annotations
 
 from typing import Optional
