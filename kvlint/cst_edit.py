@@ -22,6 +22,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from kvlint.analysis.findings import Edit
+from kvlint.edit_span import changed_part, position
 
 Span = Tuple[int, int, int, int]  # line, col, end_line, end_col (1-based lines, 0-based char columns)
 Pos = Tuple[int, int]
@@ -73,27 +74,12 @@ class CallFragment:
         differs (a rename edits the keyword's name only), so that several fixes on one call
         do not overlap and reports show the real change."""
         new = self._module.deep_replace(self.call, new_call).code[1:-2]  # drop the added `(`, `)\n`
-        old = self.text
-        head = 0
-        while head < min(len(old), len(new)) and old[head] == new[head]:
-            head += 1
-        tail = 0
-        while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-            tail += 1
-        word = lambda ch: ch.isalnum() or ch == "_"  # noqa: E731
-        while head and word(old[head - 1]):  # whole names: `softmax_scale` -> `scale`, not `oftmax_`
-            head -= 1
-        while tail and word(old[len(old) - tail]):
-            tail -= 1
-        return Edit(self._file_pos(head), self._file_pos(len(old) - tail), new[head:len(new) - tail])
+        head, old_end, new_end = changed_part(self.text, new)
+        return Edit(self._file_pos(head), self._file_pos(old_end), new[head:new_end])
 
     def _file_pos(self, offset: int) -> Pos:
         """An offset into the call's text -> (line, column) in the file."""
-        before = self.text[:offset]
-        newlines = before.count("\n")
-        if newlines == 0:
-            return self.span[0], self.span[1] + offset
-        return self.span[0] + newlines, offset - before.rindex("\n") - 1
+        return position(self.text, self.span[0], self.span[1], offset)
 
 
 def _has_newline(ws) -> bool:

@@ -54,6 +54,14 @@ class Checker:
                                          key=lambda g: any(map(_is_regex, g)))
                           for r in self.rules}
         self._parents = _literal_parents(list(canon.values()))
+        # rules with the same words and groups (the FA rules share the operator names) are
+        # decided once per file: (words, groups, the rules' positions in self.rules)
+        conditions: Dict[tuple, Tuple[tuple, list, List[int]]] = {}
+        for n, r in enumerate(self.rules):
+            words, groups = self._rule_words[r.code], self._required[r.code]
+            key = (tuple(map(id, words)), tuple(tuple(map(id, g)) for g in groups))
+            conditions.setdefault(key, (words, groups, []))[2].append(n)
+        self._conditions = list(conditions.values())
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
@@ -126,14 +134,15 @@ class Checker:
                 searched[id(w)] = hit
             return hit
 
-        out = []
-        for r in self.rules:
-            words = self._rule_words[r.code]
+        wanted = []
+        for words, groups, positions in self._conditions:
             if words and not any(map(holds, words)):
                 continue
-            if all(any(map(holds, group)) for group in self._required[r.code]):
-                out.append(r)
-        return out
+            if all(any(map(holds, group)) for group in groups):
+                wanted += positions
+        wanted.sort()  # the rules in their own order
+        rules = self.rules
+        return [rules[n] for n in wanted]
 
     def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None,
                      stat: Optional[tuple] = None) -> FileResult:

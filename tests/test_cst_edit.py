@@ -115,3 +115,66 @@ def test_unicode_and_strings_in_the_call():
     src = 'x = m.op("é # not a comment", k, v)\n'
     _, frag = fragment(src)
     assert applied(src, add_keyword_edit(frag, "scale", "s")) == 'x = m.op("é # not a comment", k, v, scale=s)\n'
+
+
+# -- value replacements and renames without libcst (helpers/fixes.py) ------------------------
+EXACT_CASES = [
+    "x = m.op(q, sparse_mode=2)\n",
+    "x = m.op(q, sparse_mode=(2), next_tokens=0)\n",
+    "x = m.op(\n    q,\n    sparse_mode=2,  # left-up\n)\n",
+    "x = m.op(q, dtype=torch.float16)\n",
+    "x = m.op(q, dtype=(\n    torch.float16))\n",
+    "x = m.op('é', sparse_mode=2, dtype=torch.float)\n",
+]
+
+
+def _context(src: str):
+    from kvlint.analysis.module import ModuleIndex
+    from kvlint.catalog import load_catalog
+    from kvlint.checks.base import FileContext
+    from kvlint.settings import Settings
+    from kvlint.source import decode
+
+    source = decode("t.py", src.encode())
+    return FileContext(ModuleIndex(source, ast.parse(src)), load_catalog(), Settings())
+
+
+@pytest.mark.parametrize("src", EXACT_CASES)
+@pytest.mark.parametrize("name, value", [("sparse_mode", "3"), ("dtype", "torch.bool")])
+def test_a_value_replacement_is_the_edit_libcst_gives(src, name, value):
+    from kvlint.helpers.fixes import set_keyword
+
+    call, frag = fragment(src)
+    if name not in [kw.arg for kw in call.keywords]:
+        pytest.skip("the keyword is added, by libcst")
+    ctx = _context(src)
+    node = next(n for n in ast.walk(ctx.index.tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "op")
+    exact = set_keyword(node, name, value, ctx)
+    assert exact == set_keyword_edit(frag, name, value)
+    assert applied(src, exact) == applied(src, set_keyword_edit(frag, name, value))
+
+
+@pytest.mark.parametrize("src", EXACT_CASES)
+def test_a_rename_is_the_edit_libcst_gives(src):
+    from kvlint.helpers.fixes import rename_keyword
+
+    call, frag = fragment(src)
+    ctx = _context(src)
+    node = next(n for n in ast.walk(ctx.index.tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "op")
+    kw = node.keywords[0]
+    at = (kw.lineno, ctx.index.char_col(kw.lineno, kw.col_offset))
+    assert rename_keyword(node, kw, "renamed", ctx) == rename_keyword_edit(frag, at, kw.arg, "renamed")
+
+
+def test_a_check_whose_fixes_are_replacements_does_not_load_libcst(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "m.py").write_text("import torch_npu\n\n\ndef f(q, k, v, m):\n"
+                                   "    return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8, scale=0.1,\n"
+                                   "        input_layout='BSND', atten_mask=m, sparse_mode=2)\n")
+    code = ("import sys\nfrom kvlint.cli import main\nrc = main(['check', '--no-cache', '--output-format', 'json', "
+            f"{str(tmp_path / 'm.py')!r}])\nprint('libcst' in sys.modules, rc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert '"KV202"' in out and '"fixable": true' in out
+    assert out.strip().endswith("False 1")
