@@ -46,8 +46,13 @@ def full(layout="BSH", **kw):
     """v2 MLA full quantization, decode: int8 query, int8 NZ cache (8, 1, 16, 128, 32), bf16 rope
     (key_rope NZ (8, 1, 4, 128, 16)), block_table (4, 2), dequant scales float32: the query's
     (B, S, N), the key's and value's (1,), query_quant_mode 3."""
-    q, qr, dq = (m(4, 1, 64 * 512, dtype=I8), m(4, 1, 64 * 64), m(4, 1, 64, dtype=F32)) if layout == "BSH" else (
-        m(4, 1, 64, 512, dtype=I8), m(4, 1, 64, 64), m(4, 1, 64, dtype=F32))
+    q, qr, dq = {"BSH": (m(4, 1, 64 * 512, dtype=I8), m(4, 1, 64 * 64), m(4, 1, 64, dtype=F32)),
+                 "BSND": (m(4, 1, 64, 512, dtype=I8), m(4, 1, 64, 64), m(4, 1, 64, dtype=F32)),
+                 "BSND_NBSD": (m(4, 1, 64, 512, dtype=I8), m(4, 1, 64, 64), m(4, 1, 64, dtype=F32)),
+                 "TND_NTD": (m(4, 64, 512, dtype=I8), m(4, 64, 64), m(4, 64, dtype=F32))}[layout]
+    if layout == "TND_NTD":
+        kw = dict(dict(actual_seq_qlen=[1, 2, 3, 4], sparse_mode=3,
+                       atten_mask=torch.zeros(2048, 2048, dtype=torch.bool, device="meta")), **kw)
     args = dict(num_query_heads=64, num_key_value_heads=1, input_layout=layout, block_table=table(4, 2),
                 block_size=128, actual_seq_kvlen=[256] * 4, query_rope=qr, key_rope=m(8, 1, 4, 128, 16),
                 softmax_scale=512 ** -0.5, dequant_scale_query=dq, dequant_scale_key=m(1, dtype=F32),
@@ -60,6 +65,10 @@ def full(layout="BSH", **kw):
 ACCEPTED = {
     "v2 MLA full quantization, BSH": full(),
     "v2 MLA full quantization, BSND (query scale (B, S, N))": full("BSND"),
+    # vllm-ascend mla_v1.py's decode forms (fa_quant_layer): BSND_NBSD with a (B, 1, N) query scale,
+    # TND_NTD with an int8 query (T, N, D) and a (T, N) query scale
+    "v2 MLA full quantization, BSND_NBSD (vllm-ascend)": full("BSND_NBSD"),
+    "v2 MLA full quantization, TND_NTD (vllm-ascend)": full("TND_NTD"),
     "MLA without quantization, bf16 decode": mla(kv=BF),
     "MLA without quantization, TND": mla_tnd(kv=BF),
 }
