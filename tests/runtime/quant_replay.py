@@ -5,7 +5,8 @@ import pytest
 from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
 
 import kvlint
-from kvlint.runtime import check_call
+from kvlint.runtime import call as call_module
+from kvlint.runtime import check_call, registry
 
 
 def passes(case) -> None:
@@ -61,3 +62,12 @@ def unchecked_test(cases: dict):
         assert findings == [], findings
 
     return test_outside_the_mirrored_checks_is_not_reported
+
+
+def bare_call(op_name: str, args: dict):
+    """A Call of `op_name` with the bound `args` (schema defaults filled in), for running contracts
+    directly, outside the guard."""
+    op = registry._catalog_operator(op_name, None)
+    full = {p.name: p.default for p in op.params if not p.required}
+    full.update(args)
+    return call_module.Call(op, registry.base_name(op.name), full, dict(args), (), 0, False)

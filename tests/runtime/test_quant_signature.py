@@ -9,7 +9,7 @@ import test_quant_mla
 import test_quant_prefill
 import test_quant_split
 import torch
-from test_verdict_cache import _call
+from quant_replay import bare_call
 
 from kvlint.runtime import call as call_module
 from kvlint.runtime import registry
@@ -43,7 +43,7 @@ def test_no_quant_contract_reads_values(name, monkeypatch):
         raise AssertionError("a shape-only contract read values")
     op_name, args = _bound(CASES[name])
     plan = registry.plan_named(op_name)
-    call = _call(op_name, args)
+    call = bare_call(op_name, args)
     for target, attr in ((call_module.Call, "int_list"), (call_module.Call, "readable"), (torch.Tensor, "tolist"),
                          (torch.Tensor, "item")):
         monkeypatch.setattr(target, attr, no_values)
