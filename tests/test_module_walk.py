@@ -1,12 +1,14 @@
 """ModuleIndex.walk / stores / self_attribute_stores find what `ast.walk` finds (rules use
-them instead of re-walking a function or class per call)."""
+them instead of re-walking a function or class per call); child_nodes, walk_scope and
+walk_in_order visit what `ast.iter_child_nodes`, a stack walk over it and `ast.walk` visit, in
+the same order."""
 import ast
 import glob
 import os
 
 import pytest
 
-from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes, walk_in_order
 from kvlint.source import SourceFile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,3 +42,45 @@ def test_walk_finds_what_ast_walk_finds(path):
         assert index.self_attribute_stores(scope) == {
             n.attr for n in ast.walk(scope) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
             and isinstance(n.value, ast.Name) and n.value.id == "self"}
+
+
+def _stack_walk(scope):
+    """The stack walk rules did before walk_scope: ast.iter_child_nodes, nested scopes skipped."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ScopeNode):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_walk_scope_keeps_the_order_of_a_stack_walk(path):
+    index, tree = _index(path)
+    assert list(walk_in_order(tree)) == [n for n in ast.walk(tree) if not isinstance(n, SINGLETONS)]
+    for node in ast.walk(tree):
+        assert child_nodes(node) == [c for c in ast.iter_child_nodes(node) if not isinstance(c, SINGLETONS)]
+    scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, ScopeNode)]
+    for scope in scopes:
+        expected = [n for n in _stack_walk(scope) if not isinstance(n, SINGLETONS)]
+        assert list(index.walk_scope(scope)) == expected
+
+
+def test_index_collects_by_kind():
+    text = (
+        "import a.b as c, d.e\nfrom .x import y as z\nfrom .s import *\nfrom p.q import r\n"
+        "class K:\n    v: int = 1\n    def f(self):\n        self.n += 1\n"
+        "        for i in g(): h(i)\n        async def s():\n            async for j in t(): pass\n"
+        "        if (w := u()): pass\n        m = o = k(1)\n"
+    )
+    index = ModuleIndex(SourceFile("m.py", text.encode(), text, "utf-8"), ast.parse(text))
+    assert [ast.unparse(c) for c in index.calls] == ["g()", "h(i)", "t()", "u()", "k(1)"]
+    assert sorted(type(n).__name__ for n in index.assigns) == ["AnnAssign", "Assign"]
+    assert [ast.unparse(n.target) for n in index.aug_assigns] == ["self.n"]
+    assert [c.name for c in index.classes] == ["K"]
+    assert sorted(type(n).__name__ for n in index.for_loops) == ["AsyncFor", "For"]
+    assert [ast.unparse(n) for n in index.named_exprs] == ["(w := u())"]
+    assert index.imports == {"c": "a.b", "d": "d", "r": "p.q.r"}
+    assert index.module_imports == {"c": "a.b", "d": "d", "d.e": "d.e"}
+    assert index.from_imports == {"z": (1, "x", "y"), "r": (0, "p.q", "r")}

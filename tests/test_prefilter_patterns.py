@@ -3,10 +3,11 @@ rules report must match, reads must not (or the pre-filter saves nothing)."""
 import pytest
 
 from kvlint.analysis.context import HeuristicNames
-from kvlint.helpers.lengths import kv_length_write_pattern
+from kvlint.helpers.lengths import kv_length_update_pattern, kv_length_write_pattern
 from kvlint.checks.kv301_block_table_not_int32 import BLOCK_TABLE_WRITE
 
 WRITE = kv_length_write_pattern(HeuristicNames())
+UPDATE = kv_length_update_pattern(HeuristicNames())
 
 
 @pytest.mark.parametrize("text", [
@@ -25,6 +26,26 @@ def test_kv_length_writes_match(text):
 ])
 def test_kv_length_reads_do_not_match(text):
     assert not WRITE.search(text.encode())
+    assert not UPDATE.search(text.encode())
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("kv_len += 1", True), ("self.kv_len = self.kv_len + 1", True), ("m.seq_lens[i] = x", True),
+    ("seq_lens [0][1] = 2", True), ("self.kv_len: int = 3", True), ("kv_len.add_(1)", True),
+    ("kv_len[0].add_(1)", True), ("slot_mapping.copy_ (x)", True), ("attn_metadata.actual_seq_lengths_kv //= 2", True),
+    ("context_lens.append(3)", True), ("meta.Seq_Lens += 1", True), ("kv_len[x[1]] = 0", True),
+    ("(kv_len) += 1", True), ("kv_len[\n    i] = 0", True), ("kv_len \\\n    += 1", True),
+    ("self . kv_len = 1", True), ("self.\\\n    kv_len = 1", True), ("(self.seq_lens) = x", True),
+    ("kv_len[0]: int = 1", True), ("x = kv_len[0] = 1", True),
+    # a plain name's store: KV401 reports it only inside a per-layer loop
+    ("kv_len = 1", False), ("KV_LEN = 2", False), ("seq_lens: List[int] = []", False), ("(kv_len) = 3", False),
+    ("my.kv_len_total = 1", False),
+])
+def test_kv_length_updates(text, hit):
+    """Every write KV401 reports outside a per-layer loop matches (a plain local's store
+    only counts inside one)."""
+    assert bool(UPDATE.search(text.encode())) == hit
+    assert WRITE.search(text.encode()) or not hit
 
 
 @pytest.mark.parametrize("text, hit", [
@@ -128,3 +149,16 @@ def test_fast_prefilter_patterns_answer_as_the_plain_regexes():
         data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 9)))
         for old, new in pairs:
             assert (old(data) is None) == (not new(data)), data
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("x += 1", True), ("x+=1", True), ("(x) -= y", True), ("x \\\n    *= 2", True), ("λ += 1", True),
+    ("x1 /= 3", True), ("self . x += 1", True), ("for i in r: q += i", True),
+    ("a.b += 1", False), ("a[0] += 1", False), ("a //= 2", False), ("a **= 2", False), ("x != 3", False),
+    ("a <= b", False), ("1 += 2", False), ("f(x)[0] *= 2", False),
+])
+def test_kv403_plain_name_augmented_store(text, hit):
+    """KV403 reports `name += ...` on a plain name only (its pre-filter's last group)."""
+    from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_NAME_STORE
+
+    assert (AUGMENTED_NAME_STORE.search(text.encode()) is not None) == hit

@@ -22,15 +22,23 @@ import ast
 import itertools
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from kvlint.analysis.module import FunctionNode
+from kvlint.analysis.module import FunctionNode, walk_in_order
 
 MAX_COMBINATIONS = 64
 MAX_DEPTH = 6
 Arm = Tuple[str, str]  # (condition key, side)
 
 
-def _key(test: ast.expr) -> str:
-    return ast.dump(test)
+def _key(test: ast.expr, tracer=None) -> str:
+    """A condition's identity: its source structure (`ast.dump`), once per node of the
+    tracer's module."""
+    if tracer is None:
+        return ast.dump(test)
+    memo = tracer.condition_keys
+    hit = memo.get(id(test))
+    if hit is None or hit[0] is not test:
+        hit = memo[id(test)] = (test, ast.dump(test))
+    return hit[1]
 
 
 def _consistent(a: FrozenSet[Arm], b: FrozenSet[Arm]) -> Optional[FrozenSet[Arm]]:
@@ -54,7 +62,7 @@ def arms_of(tracer, node: ast.AST, stop: Optional[ast.AST]) -> FrozenSet[Arm]:
             break
         if isinstance(anc, (ast.If, ast.IfExp)) and child is not anc.test:
             orelse = anc.orelse if isinstance(anc.orelse, list) else [anc.orelse]
-            out.add((_key(anc.test), "else" if any(child is c for c in orelse) else "body"))
+            out.add((_key(anc.test, tracer), "else" if any(child is c for c in orelse) else "body"))
         elif isinstance(anc, ast.Try):
             for n, handler in enumerate(anc.handlers):
                 if child is handler:
@@ -73,7 +81,7 @@ def tagged(tracer, expr: ast.expr, at: ast.AST, arms: FrozenSet[Arm] = frozenset
     if depth > MAX_DEPTH:
         return [(expr, arms)]
     if isinstance(expr, ast.IfExp):
-        key = _key(expr.test)
+        key = _key(expr.test, tracer)
         out = []
         for side, value in (("body", expr.body), ("else", expr.orelse)):
             merged = _consistent(arms, frozenset({(key, side)}))
@@ -101,7 +109,7 @@ def tagged(tracer, expr: ast.expr, at: ast.AST, arms: FrozenSet[Arm] = frozenset
     if isinstance(expr, ast.BoolOp) and len(expr.values) == 2:
         # `a or b` is a when a is truthy, else b; `a and b` is b when a is truthy, else a
         first, second = expr.values
-        key = _key(first)
+        key = _key(first, tracer)
         sides = (("body", first), ("else", second)) if isinstance(expr.op, ast.Or) else \
             (("body", second), ("else", first))
         out = []
@@ -192,8 +200,13 @@ def arm_tests(tracer, at: ast.AST) -> Dict[str, ast.expr]:
     """Condition key -> one condition node with that text, in `at`'s function (to ask what
     a combination's arms imply, e.g. its phase)."""
     func = tracer.index.enclosing_function(at) if tracer.owns(at) else None
-    out: Dict[str, ast.expr] = {}
-    for n in ast.walk(func) if func is not None else ():
-        if isinstance(n, (ast.If, ast.IfExp)):
-            out.setdefault(_key(n.test), n.test)
-    return out
+    if func is None:
+        return {}
+    hit = tracer.arm_tests.get(id(func))
+    if hit is None or hit[0] is not func:
+        out: Dict[str, ast.expr] = {}
+        for n in walk_in_order(func):
+            if type(n) is ast.If or type(n) is ast.IfExp:
+                out.setdefault(_key(n.test, tracer), n.test)
+        hit = tracer.arm_tests[id(func)] = (func, out)
+    return dict(hit[1])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, Iterable, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
 
 PREFILL, DECODE = "prefill", "decode"
 
@@ -136,6 +136,7 @@ class Context:
         self.index = index
         self.names = names
         self._range_loops: Dict[int, bool] = {}
+        self._kv_length_names = frozenset(names.kv_length_names)
 
     # -- phase ------------------------------------------------------------------------------
     def phase(self, node: ast.AST) -> Optional[str]:
@@ -341,12 +342,14 @@ class Context:
         `for layer in self.layers`, `enumerate(...)`, a slice, `itertools.islice(self.layers,
         start, end)` (vLLM's pipeline stages), and `for i in range(start, end):` whose body
         reads `self.layers[i]`."""
-        child = node
-        for anc in self.index.ancestors(node):
-            if isinstance(anc, (ast.For, ast.AsyncFor)) and child in anc.body:
+        get = self.index.parent.get
+        child, anc = node, get(id(node))
+        while anc is not None:
+            t = type(anc)
+            if (t is ast.For or t is ast.AsyncFor) and child in anc.body:
                 if self._layer_iterable(anc.iter) or self._indexes_layers(anc):
                     return anc
-            child = anc
+            child, anc = anc, get(id(anc))
         return None
 
     def _layer_iterable(self, it: ast.expr) -> bool:
@@ -367,12 +370,12 @@ class Context:
         hit = self._range_loops.get(id(loop))
         if hit is None:
             hit = any(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name) and n.slice.id == target.id
-                      and self._layer_iterable(n.value) for stmt in loop.body for n in ast.walk(stmt))
+                      and self._layer_iterable(n.value) for stmt in loop.body for n in walk_in_order(stmt))
             self._range_loops[id(loop)] = hit
         return hit
 
     def is_kv_length_name(self, name: str) -> bool:
-        return name.lower() in self.names.kv_length_names
+        return name.lower() in self._kv_length_names
 
 
 def _other(phase: Optional[str]) -> Optional[str]:

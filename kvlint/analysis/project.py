@@ -88,6 +88,7 @@ def _stat(path: str) -> Optional[tuple]:
 class Project:
     def __init__(self, roots: Iterable[str] = (), project_root: str = ""):
         self.roots: List[str] = []
+        self._search_roots: Dict[str, List[str]] = {}  # importer folder -> search_roots()
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
@@ -98,6 +99,10 @@ class Project:
         self.catalog: Any = None  # a Catalog, set by the Checker: resolvers of other modules need it
         self._current: List[Any] = []  # tracers of the file being checked (never evicted)
         self._fresh: set = set()
+        self._fresh_bytes: set = set()  # paths whose stat `mentions` compared during this file's check
+        # (tracer id, name, depth, words) -> (tracer, what _imported answered), for this file's check
+        self._imported_memo: Dict[tuple, tuple] = {}
+        self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
         self._adopted: List[str] = []  # adopt(): checked files kept, oldest first
         self._used: set = set()  # adopted files an importer has loaded
@@ -109,6 +114,7 @@ class Project:
                 r = os.path.dirname(r)
             if os.path.isdir(r) and r not in self.roots:
                 self.roots.append(r)
+                self._search_roots.clear()
 
     # -- one checked file -------------------------------------------------------------------
     def begin(self, tracer) -> None:
@@ -116,6 +122,8 @@ class Project:
         self._current = [tracer]
         self.touched = {}
         self._fresh = set()  # modules whose stat was compared during this file's check
+        self._fresh_bytes = set()
+        self._imported_memo = {}
 
     def end(self) -> Dict[str, str]:
         touched, self._current = self.touched, []
@@ -145,6 +153,12 @@ class Project:
     # -- finding modules --------------------------------------------------------------------
     def search_roots(self, importer: str) -> List[str]:
         here = os.path.dirname(os.path.abspath(importer))
+        roots = self._search_roots.get(here)
+        if roots is None:
+            roots = self._search_roots[here] = self._search_roots_of(here)
+        return list(roots)
+
+    def _search_roots_of(self, here: str) -> List[str]:
         top = here
         while os.path.isfile(os.path.join(top, "__init__.py")):
             parent = os.path.dirname(top)
@@ -161,7 +175,9 @@ class Project:
         """The file `from <level dots><dotted> import ...` in `importer` reads, or None."""
         if not level and dotted.split(".")[0] in EXTERNAL:
             return None
-        base_dir = os.path.dirname(os.path.abspath(importer))
+        base_dir = self._dirs.get(importer)
+        if base_dir is None:
+            base_dir = self._dirs[importer] = os.path.dirname(os.path.abspath(importer))
         key = (base_dir, "." * level + dotted)
         if key in self._paths:
             return self._paths[key]
@@ -185,8 +201,12 @@ class Project:
         str) at module level or import it (read once per content, no parse): asked before a
         module is parsed for an adapter or an operator alias."""
         path = os.path.abspath(path)
-        stat = _stat(path)
         info = self._bytes_info.get(path)
+        if info is None or path not in self._fresh_bytes:
+            stat = _stat(path)  # once per file checked: an edit between two checks is seen
+            self._fresh_bytes.add(path)
+        else:
+            stat = info["stat"]
         if info is None or info["stat"] != stat:
             try:
                 with open(path, "rb") as fh:
@@ -284,10 +304,20 @@ class Project:
     # -- what an imported name stands for ----------------------------------------------------
     def _imported(self, tracer, name: str, depth: int = 0, words: Optional[Pattern[bytes]] = None):
         """(tracer of the defining module, original name), following `from x import name`
-        and re-exports; or (tracer, None) when `name` is a module itself."""
+        and re-exports; or (tracer, None) when `name` is a module itself. Asked again during
+        one file's check, the same answer (the modules it read are in `touched` already)."""
         entry = tracer.index.from_imports.get(name)
         if entry is None or depth > MAX_REEXPORT_DEPTH:
             return None
+        key = (id(tracer), name, depth, words if words is None or isinstance(words, str) else words.pattern)
+        hit = self._imported_memo.get(key)
+        if hit is not None and hit[0] is tracer:
+            return hit[1]
+        found = self._imported_uncached(tracer, name, depth, words, entry)
+        self._imported_memo[key] = (tracer, found)
+        return found
+
+    def _imported_uncached(self, tracer, name: str, depth: int, words, entry):
         level, module, original = entry
         importer = tracer.index.source.path
         path = self.find_module(importer, module, level) if (module or level) else None

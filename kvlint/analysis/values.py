@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
 
 UNKNOWN = object()
 MAX_DEPTH = 6
@@ -97,6 +97,11 @@ class ValueTracer:
         self._synthetic_ids: set = set()
         self._opaque_memo: Dict[int, bool] = {}
         self._getattr_nodes: Dict[int, ast.expr] = {}
+        self._returns: Dict[int, Tuple[ast.AST, List[ast.expr]]] = {}  # function id -> (it, its return values)
+        # for kvlint/analysis/branches.py: node id -> (condition, its key); function id ->
+        # (function, condition key -> one condition with that key)
+        self.condition_keys: Dict[int, Tuple[ast.AST, str]] = {}
+        self.arm_tests: Dict[int, Tuple[ast.AST, Dict[str, ast.expr]]] = {}
         # candidates() is pure for a given index: memoised, else a chain of names bound to
         # each other (`x = f(x)` in loops, builders calling builders) is exponential
         self._candidates: Dict[Tuple[int, int, int, bool], Tuple[ast.AST, ast.AST, List[ast.expr]]] = {}
@@ -240,14 +245,21 @@ class ValueTracer:
             by_scope: Dict[int, List[ast.AST]] = {}
             by_class: Dict[int, List[ast.AST]] = {}
             scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+            # statements under one parent (a function body, an `if`...) share scope and class
+            under: Dict[int, Tuple[Optional[ast.AST], Optional[ast.AST]]] = {}
             for node in (*index.assigns, *index.for_loops, *index.named_exprs):
-                scope = parent.get(id(node))
-                while scope is not None and not isinstance(scope, scope_types):
-                    scope = parent.get(id(scope))
+                above = parent.get(id(node))
+                hit = under.get(id(above))
+                if hit is None:
+                    scope = above
+                    while scope is not None and type(scope) not in scope_types:
+                        scope = parent.get(id(scope))
+                    cls = scope
+                    while cls is not None and type(cls) is not ast.ClassDef:
+                        cls = parent.get(id(cls))
+                    hit = under[id(above)] = (scope, cls)
+                scope, cls = hit
                 by_scope.setdefault(id(scope if scope is not None else index.tree), []).append(node)
-                cls = scope
-                while cls is not None and not isinstance(cls, ast.ClassDef):
-                    cls = parent.get(id(cls))
                 if cls is not None and not isinstance(node, (ast.For, ast.AsyncFor)):
                     by_class.setdefault(id(cls), []).append(node)
             self._grouped = (by_scope, by_class)
@@ -580,8 +592,14 @@ class ValueTracer:
         return tracer.returns_of(target)
 
     def returns_of(self, func: ast.AST) -> List[ast.expr]:
-        return [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None
-                and self.index.enclosing_function(n) is func]
+        """The values `func` returns (not those of its nested functions); once per function."""
+        hit = self._returns.get(id(func))
+        if hit is None or hit[0] is not func:
+            enclosing = self.index.enclosing_function
+            hit = self._returns[id(func)] = (func, [
+                n.value for n in walk_in_order(func) if type(n) is ast.Return and n.value is not None
+                and enclosing(n) is func])
+        return list(hit[1])
 
     # -- literals ---------------------------------------------------------------------------
     def literal(self, expr: ast.expr):
@@ -676,13 +694,22 @@ class ValueTracer:
         for stmt, value in items:
             ok &= self._expand_mapping(value, stmt, args, conditional or len(items) > 1, depth + 1, name)
         # d["k"] = v, d.update({...}) / d.update(k=v), d.setdefault("k", v) in the same scope
-        for node in self._walk_scope(scope):
-            if getattr(node, "lineno", 0) >= line:
+        for node in self.index.walk_scope(scope):
+            t = type(node)
+            if t is ast.Assign:
+                if not any(isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                           and target.value.id == name for target in node.targets):
+                    continue
+            elif not (t is ast.Call and isinstance(node.func, ast.Attribute)
+                      and isinstance(node.func.value, ast.Name) and node.func.value.id == name
+                      and node.func.attr in ("update", "setdefault", "pop", "clear", "popitem")):
+                continue  # neither writes nor drops a key of `name`: nothing to add
+            if node.lineno >= line:
                 continue
             cond = conditional or self._is_conditional(node, scope)
             if cond and self.in_other_branch(node, at):
                 continue  # `if v2: d["softmax_scale"] = s` does not reach the call in the else arm
-            if isinstance(node, ast.Assign):
+            if t is ast.Assign:
                 for target in node.targets:
                     if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
                             and target.value.id == name):
@@ -692,8 +719,7 @@ class ValueTracer:
                                 KeywordArg(key.value, node.value, key, cond, name))
                         else:
                             ok = False
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            else:
                 method = node.func.attr
                 if method == "update":
                     ok &= self._expand_call_arguments(node, node, args, cond, depth, name)
@@ -723,15 +749,6 @@ class ValueTracer:
                 return bool(arm_a) and bool(arm_b) and arm_a != arm_b
             child_b = anc
         return False
-
-    def _walk_scope(self, scope: ast.AST):
-        stack = list(ast.iter_child_nodes(scope))
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            yield node
-            stack.extend(ast.iter_child_nodes(node))
 
     def _is_conditional(self, node: ast.AST, scope: ast.AST) -> bool:
         for a in self.index.ancestors(node):

@@ -169,7 +169,9 @@ class Rule:
     and a layer class name).
 
     A word is a substring (matched as written), a `NoCase` substring (matched in any case,
-    for names the rule lowercases), or a compiled bytes regex. Only necessary conditions belong in either:
+    for names the rule lowercases), a compiled bytes regex, or in `required_words` an object
+    with the regex's `search(data)`, `pattern` and `flags` (AnyOf, KV403's
+    AugmentedNameStore). Only necessary conditions belong in either:
     a rule must never be able to report on a file that lacks its words or one of its groups,
     under the same settings; tests/test_prefilter_property.py checks that the findings with
     and without the pre-filter are the same.

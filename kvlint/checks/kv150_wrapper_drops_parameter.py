@@ -4,7 +4,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import dotted_name
+from kvlint.analysis.module import child_nodes, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
@@ -27,7 +27,7 @@ class Bindings:
 
     def __init__(self, func: ast.AST):
         self.table: Dict[str, List[ast.expr]] = {}
-        stack = list(ast.iter_child_nodes(func))
+        stack = child_nodes(func)
         while stack:
             node = stack.pop()
             if isinstance(node, _SCOPES):
@@ -41,7 +41,7 @@ class Bindings:
                 self._bind(node.target, node.iter)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(node.optional_vars, node.context_expr)
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
     def _bind(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -83,7 +83,7 @@ class Bindings:
                         return True
                 if isinstance(n, ast.Attribute):
                     continue  # `self.x`: followed through its bindings
-            stack.extend(ast.iter_child_nodes(n))
+            stack.extend(child_nodes(n))
         return False
 
     def _field(self, obj: str, attr: str) -> Optional[List[ast.expr]]:
@@ -93,6 +93,15 @@ class Bindings:
             return None
         picked = [k.value for v in values for k in v.keywords if k.arg == attr]
         return picked if len(picked) == len(values) else None
+
+
+def bindings_of(func: ast.AST, ctx: FileContext) -> Bindings:
+    """The `Bindings` of `func`, built once per function (each operator call in it asks)."""
+    memo = ctx.__dict__.setdefault("_bindings", {})
+    hit = memo.get(id(func))
+    if hit is None or hit[0] is not func:
+        hit = memo[id(func)] = (func, Bindings(func))
+    return hit[1]
 
 
 def _key(node: ast.AST) -> Optional[str]:
@@ -115,7 +124,7 @@ class WrapperDropsParameter(Rule):
         calls = [c for c in ctx.op_calls if c.name in MASK_READERS and ctx.index.enclosing_function(c.call) is func]
         if any(not ctx.args(c.call).complete for c in calls):
             return  # an unresolved **kwargs may carry it
-        bindings = Bindings(func)
+        bindings = bindings_of(func, ctx)
         for name, param in self._params(func).items():
             concept = "scale" if name in SCALE_PARAMS else "mask" if name in MASK_PARAMS else None
             if concept is None:

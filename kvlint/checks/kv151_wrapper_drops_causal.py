@@ -64,7 +64,7 @@ class WrapperDropsCausal(Rule):
     @staticmethod
     def _callers_mask(params, calls, func, ctx: FileContext) -> bool:
         """CALLERS_MASK (see above): every call's atten_mask comes from a mask parameter."""
-        from kvlint.checks.kv150_wrapper_drops_parameter import Bindings
+        from kvlint.checks.kv150_wrapper_drops_parameter import bindings_of
 
         a = func.args
         positional = a.posonlyargs + a.args
@@ -73,7 +73,7 @@ class WrapperDropsCausal(Rule):
         masks = [p for p in params if p in MASK_PARAMS and p not in defaulted]
         if not masks:
             return False
-        bindings = Bindings(func)
+        bindings = bindings_of(func, ctx)
         return all(any(bindings.depends(v, m) for v in role_values(c, ctx, "mask") for m in masks)
                    for c in calls)
 

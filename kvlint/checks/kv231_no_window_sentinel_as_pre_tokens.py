@@ -3,7 +3,7 @@
 import ast
 from typing import Optional
 
-from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.analysis.module import FunctionNode, dotted_name, walk_in_order
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
@@ -108,7 +108,7 @@ class NoWindowSentinelAsPreTokens(Rule):
             if expr.id in defaults and _literal_sentinel(defaults[expr.id]):
                 s = _literal_sentinel(defaults[expr.id])
                 return s, f"its default is {s}", None
-        for node in ast.walk(ctx.index.tree):
+        for node in walk_in_order(ctx.index.tree):
             if isinstance(node, ast.Compare):
                 s = _sentinel_compare(node, text)
                 if s:
@@ -122,7 +122,7 @@ class NoWindowSentinelAsPreTokens(Rule):
         it (`sparse_mode=4 if w != -1 else 0`: with mode 0 and no mask pre_tokens is ignored)."""
         func = ctx.index.enclosing_function(oc.call)
         scope = func if func is not None else ctx.index.tree
-        for n in ast.walk(scope):
+        for n in walk_in_order(scope):
             if isinstance(n, (ast.If, ast.While, ast.IfExp, ast.Assert)) and n.lineno <= oc.call.lineno \
                     and text in guard_mentions(n.test, ctx):
                 return True

@@ -26,10 +26,12 @@ class WindowNeverUsed(Rule):
                 cls = ctx.index.enclosing_class(oc.call)
                 if cls is not None:
                     by_class.setdefault(id(cls), (cls, []))[1].append(oc)
-        loaded = self._loaded_attributes(ctx)
+        loaded = None  # read from the whole module, only when a class needs it
         for cls, calls in by_class.values():
             if any(self._may_window(oc, ctx) for oc in calls):
                 continue
+            if loaded is None:
+                loaded = self._loaded_attributes(ctx)
             for attr, items in ctx.values.self_assignments(cls).items():
                 if attr in loaded or not is_window_name(ast.Name(id=attr)):
                     continue

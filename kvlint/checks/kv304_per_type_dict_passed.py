@@ -38,7 +38,7 @@ def indexed_per_type(ctx: FileContext) -> FrozenSet[str]:
     found = _indexed_cache.get(ctx.index)
     if found is None:
         names = set()
-        for node in ast.walk(ctx.index.tree):
+        for node in ctx.index.walk(ctx.index.tree):  # into a set: any order
             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
                     and node.value.attr in FIELDS and _per_type_key(node.slice):
                 name = dotted_name(node.value)

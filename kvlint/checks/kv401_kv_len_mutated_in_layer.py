@@ -9,7 +9,7 @@ from kvlint.analysis.context import layer_class_pattern, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
-from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_write_pattern
+from kvlint.helpers.lengths import INPLACE_METHODS, kv_length_update_pattern, kv_length_write_pattern
 
 # Heuristic FRESH_VALUE: a local bound to one of these is its own tensor; mutating it is safe.
 FRESH_CALLS = frozenset({"clone", "copy", "deepcopy", "tensor", "zeros", "ones", "arange", "full",
@@ -51,9 +51,13 @@ class KvLenMutatedInLayer(Rule):
         return tuple(NoCase(name) for name in settings.names.kv_length_names)
 
     def required_words(self, settings):
-        # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter)
-        return ((layer_class_pattern(settings.names), layer_loop_pattern(settings.names)),
-                (kv_length_write_pattern(settings.names),))
+        # necessary for _in_layer: a LAYER_CLASS name or a PER_LAYER_LOOP word (pre-filter);
+        # a write of a length name; and a PER_LAYER_LOOP word or a write other than a plain
+        # name's `=` (a plain local's store is reported only inside a per-layer loop)
+        names = settings.names
+        return ((layer_class_pattern(names), layer_loop_pattern(names)),
+                (kv_length_write_pattern(names),),
+                (layer_loop_pattern(names), kv_length_update_pattern(names)))
 
     def check_module(self, ctx: FileContext):
         idx = ctx.index

@@ -24,6 +24,39 @@ TENSOR_METHODS = frozenset({
 # Heuristic ASCEND_MODEL_FILE: the rule looks only at files that mention one of these (Ascend
 # model code, not every file with a `+=`). Also its pre-filter words.
 ASCEND_FILE_WORDS = ("torch_npu", "torch.ops.npu", "kv_len", "seq_len", "slot_mapping")
+AUGMENTED_OPERATORS = (b"+=", b"-=", b"*=", b"/=")
+
+
+class AugmentedNameStore:
+    """A pre-filter word: `name += ...` (also -=, *=, /=) on a plain name, the only target the
+    rule reports; not an attribute's or a subscript's (`x.n += 1`, `shape[-1] //= 2`), nor
+    `**=` / `//=`. Between the name and the operator: spaces, line continuations, closing
+    parentheses. A name is what is not after a `.` and does not start with a digit; bytes
+    from 0x80 count as name characters (non-ASCII names)."""
+
+    pattern = b"<a plain name's +=, -=, *= or /=>"
+    flags = 0
+    _NAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") | frozenset(range(0x80, 0x100))
+    _GAP = frozenset(b" \t\r\n\f\\)")
+
+    def search(self, data: bytes) -> Optional[int]:
+        name, gap = self._NAME, self._GAP
+        for op in AUGMENTED_OPERATORS:
+            at = data.find(op)
+            while at != -1:
+                end = at - 1
+                while end >= 0 and data[end] in gap:
+                    end -= 1
+                start = end
+                while start >= 0 and data[start] in name:
+                    start -= 1
+                if start < end and (start < 0 or data[start] != 0x2E) and not 0x30 <= data[start + 1] <= 0x39:
+                    return at
+                at = data.find(op, at + 2)
+        return None
+
+
+AUGMENTED_NAME_STORE = AugmentedNameStore()
 
 
 @register
@@ -32,9 +65,10 @@ class TensorParamAugmentedInLayer(Rule):
     trigger_words = ASCEND_FILE_WORDS
 
     def required_words(self, settings):
-        # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`
-        # and a LAYER_CLASS name (see Context.layer_class)
-        return (("+=", "-=", "*=", "/="), (layer_class_pattern(settings.names),))
+        # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`,
+        # a LAYER_CLASS name (see Context.layer_class) and one of those operators on a plain name
+        return (tuple(op.decode() for op in AUGMENTED_OPERATORS), (layer_class_pattern(settings.names),),
+                (AUGMENTED_NAME_STORE,))
 
     def check_module(self, ctx: FileContext):
         if not any(w.encode() in ctx.source.data for w in ASCEND_FILE_WORDS):

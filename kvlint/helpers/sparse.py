@@ -116,7 +116,15 @@ ABSENT = object()
 def branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView]]:
     """The feasible combinations of sparse_mode / mask / pre_tokens / next_tokens at the call
     (None when a role comes from more than one keyword, e.g. a conditional dict entry, or
-    there are too many)."""
+    there are too many). Computed once per call (KV201, KV203 and KV233 all ask)."""
+    memo = ctx.__dict__.setdefault("_branch_views", {})
+    hit = memo.get(id(oc.call))
+    if hit is None or hit[0] is not oc.call:
+        hit = memo[id(oc.call)] = (oc.call, _branch_views(oc, ctx))
+    return list(hit[1]) if hit[1] is not None else None
+
+
+def _branch_views(oc: OperatorCall, ctx: FileContext) -> Optional[List[BranchView]]:
     from kvlint.analysis.branches import arm_tests, combinations
 
     exprs = {}

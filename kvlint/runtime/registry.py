@@ -35,7 +35,7 @@ _loaded = False
 # The order contracts run in, whatever order their modules were imported in: the FA view
 # first (fa's fa_view sets call.view for the rest), the writers' slot values and the stateful
 # kv_len discipline last.
-_MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fusion.contracts", "mla.contracts",
+_MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fa.quant_in", "fusion.contracts", "mla.contracts",
                  "cache_write.contracts", "kvlen.contracts")
 # Contracts that keep state across calls (KV401): run by the guard; by check_call on request.
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
