@@ -6,7 +6,8 @@ Wall-clock figures on a shared machine move with the other processes' load; inst
 do not. This script runs itself under valgrind's callgrind (`apt-get install valgrind`) and
 counts the instructions (Ir) of N calls of FA's `_get_max_workspace` twin (the dispatch-only
 baseline of benchmarks/runtime_overhead.py) in phases: unguarded, guarded, then with the
-per-call contracts taken off one by one, without contracts, and without the signature. Each
+per-call contracts taken off one by one, without contracts, and without the verdict key (the
+call pattern's key function, kvlint.runtime.registry.Plan.key). Each
 phase is bracketed by `time.sleep(0)`, where callgrind dumps its counters
 (`--dump-before=time_sleep`); the difference between consecutive phases is what the part
 taken off costs. Slow (the torch import alone takes about a minute under valgrind).
@@ -57,8 +58,8 @@ def child(calls: int) -> None:
         phase(f"  without {rest[i].__name__}")
     guard.run = lambda plan, call, crashed, key: None
     phase("  without running contracts (cache lookup, view)")
-    guard.signature = lambda args, kwargs: None
-    phase("  without the signature (wrapper, binding)")
+    type(plan).key = lambda self, args, kwargs: None
+    phase("  without the verdict key (wrapper, binding)")
     print("\n".join(labels))
 
 

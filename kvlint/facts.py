@@ -162,6 +162,7 @@ class FaFacts:
     head_axis: Mapping[str, int]
     query_dtypes: Tuple[str, ...]
     kv_dtypes: Tuple[str, ...]
+    unjudged_dtype_prefixes: Tuple[str, ...]
     max_group: int
     paged_cache_ranks: Tuple[int, ...]
     paged_cache_block_axis: Mapping[int, int]
@@ -322,6 +323,7 @@ def build(tables: Mapping[str, Any]) -> Facts:
             head_axis=MappingProxyType(dict(fa["head_axis"])),
             query_dtypes=tuple(fa["query_dtypes"]),
             kv_dtypes=tuple(fa["kv_dtypes"]),
+            unjudged_dtype_prefixes=tuple(fa["unjudged_dtype_prefixes"]),
             max_group=int(fa["max_group"]),
             paged_cache_ranks=_ints(fa["paged_cache_ranks"]),
             paged_cache_block_axis=MappingProxyType({int(k): int(v) for k, v in fa["paged_cache_block_axis"].items()}),

@@ -32,7 +32,7 @@ from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Violation
 from kvlint.runtime.registry import base_name as _base_name
-from kvlint.runtime.registry import clear_verdicts, plan_named, run, signature
+from kvlint.runtime.registry import clear_verdicts, plan_named, run
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
@@ -77,7 +77,7 @@ class GuardHandle:
 class _Spec:
     """What the wrapper needs per operator overload, computed once at patch time."""
 
-    __slots__ = ("op", "name", "positional", "defaults", "plan", "names")
+    __slots__ = ("op", "name", "positional", "defaults", "plan", "names", "bind")
 
     def __init__(self, op):
         self.op = op
@@ -86,6 +86,26 @@ class _Spec:
         self.defaults = {p.name: p.default for p in op.params if not p.required}
         self.plan = plan_named(op.name)
         self.names = frozenset(p.name for p in op.params)
+        self.bind = _binder(self.positional, self.defaults)
+
+
+def _binder(positional: Tuple[str, ...], defaults: dict):
+    """`bind(args, kwargs)`: every schema argument by name, the defaults filled in; the
+    positional values stored with one unpacking when the caller passed all of them."""
+    env = {"_defaults": defaults, "_positional": positional}
+    targets = "".join(f"bound[{name!r}], " for name in positional)
+    source = ("def bind(args, kwargs):\n"
+              "    bound = _defaults.copy()\n"
+              f"    if len(args) == {len(positional)}:\n"
+              f"        {targets or '_'} = args\n"
+              "    else:\n"
+              "        for name, value in zip(_positional, args):\n"
+              "            bound[name] = value\n"
+              "    if kwargs:\n"
+              "        bound.update(kwargs)\n"
+              "    return bound\n")
+    exec(source, env)  # noqa: S102 - generated from the schema's argument names
+    return env["bind"]
 
 
 def _keyword_finding(spec: _Spec, kwargs, exc: Optional[Exception]) -> Optional[Violation]:
@@ -226,19 +246,15 @@ class _Guarded:
         handle = own[-1] if own and own[-1].active else _current()
         if handle is not None:
             spec = self._spec
-            bound = spec.defaults.copy()
-            if args:
-                for name, value in zip(spec.positional, args):  # cheaper than update(zip(...))
-                    bound[name] = value
-            if kwargs:
-                bound.update(kwargs)
+            bound = spec.bind(args, kwargs)
             traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)
             if traced:
                 bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
             if bound is not None:
                 call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full, traced)
                 # traced calls: sizes are hints of symbolic ones, not a signature to reuse
-                run(spec.plan, call, _crashed, None if traced else signature(args, kwargs))
+                plan = spec.plan
+                run(plan, call, _crashed, None if traced else plan.key(args, kwargs))
                 if call.findings:
                     if kwargs:  # an unknown keyword explains the rest (v2's num_heads leaves num_query_heads at 1)
                         finding = _keyword_finding(spec, kwargs, None)

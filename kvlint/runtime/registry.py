@@ -35,7 +35,7 @@ _loaded = False
 # The order contracts run in, whatever order their modules were imported in: the FA view
 # first (fa's fa_view sets call.view for the rest), the writers' slot values and the stateful
 # kv_len discipline last.
-_MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fusion.contracts", "mla.contracts",
+_MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fa.quant_in", "fusion.contracts", "mla.contracts",
                  "cache_write.contracts", "kvlen.contracts")
 # Contracts that keep state across calls (KV401): run by the guard; by check_call on request.
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
@@ -138,6 +138,75 @@ def signature(args, kwargs) -> Optional[tuple]:
     return tuple(parts)
 
 
+# ------------------------------------------------------------------------------ key functions
+# The guard's fast signature: per call pattern (how many positional arguments, which keywords,
+# each value's exact type), a function generated once that tests the pattern and returns the
+# signature's reads in one straight-line expression, with no loop and no per-value type branch.
+# Its key is (pattern token, per tensor: shape, dtype, True or strides; per str/int/float/bool:
+# the value; per list or tuple of ints: its length; None: nothing), so it holds what
+# `signature()` holds: one verdict per key. Keyword order is not in it: contracts read
+# arguments by name (a call with the same keywords in another order gets the same verdict).
+PATTERNS_PER_OPERATOR = 64     # patterns kept per operator; they start afresh past that
+_SCALARS = (str, int, float, bool)
+_SEQUENCES = (list, tuple)
+
+
+class _Pattern:
+    """A key function's first item: which pattern the key's other items belong to."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+
+    def __repr__(self) -> str:
+        return f"<kvlint call pattern {self.pattern!r}>"
+
+
+def _keyable(cls) -> bool:
+    return cls in _SCALARS or cls is type(None) or cls in _SEQUENCES or issubclass(cls, _Tensor)
+
+
+def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
+    """The key function of one call pattern: `fn(args, kwargs)` returns None when the call does
+    not have this pattern (or a list holds anything but ints), else the call's key. `types`:
+    the exact types of the positional values, then of the keyword values (in `names` order);
+    each must pass `_keyable`."""
+    env: Dict[str, Any] = {"_token": _Pattern((npos, names, types)), "_int": int}
+    values = [f"a{i}" for i in range(npos)] + [f"k{i}" for i in range(len(names))]
+    lines = ["def key(args, kwargs):",
+             f"    if len(args) != {npos} or len(kwargs) != {len(names)}:",
+             "        return None"]
+    if npos:
+        lines.append(f"    {', '.join(values[:npos])}, = args")
+    if names:
+        lines.append("    try:")
+        lines.extend(f"        k{i} = kwargs[{name!r}]" for i, name in enumerate(names))
+        lines.append("    except KeyError:")
+        lines.append("        return None")
+    tests, loops, items = [], [], ["_token"]
+    for i, (value, cls) in enumerate(zip(values, types)):
+        if cls is type(None):
+            tests.append(f"{value} is not None")
+            continue
+        env[f"_t{i}"] = cls
+        tests.append(f"type({value}) is not _t{i}")
+        if cls in _SEQUENCES:
+            loops.append(f"    for item in {value}:\n        if type(item) is not _int:\n            return None")
+            items.append(f"len({value})")
+        elif cls in _SCALARS:
+            items.append(value)
+        else:  # a tensor
+            items.extend((f"{value}.shape", f"{value}.dtype", f"({value}.is_contiguous() or {value}.stride())"))
+    if tests:
+        lines.append(f"    if {' or '.join(tests)}:")
+        lines.append("        return None")
+    lines.extend(loops)
+    lines.append(f"    return ({', '.join(items)},)")
+    exec("\n".join(lines), env)  # noqa: S102 - generated from the pattern's names and types, never from values
+    return env["key"]
+
+
 class _Verdicts(dict):
     """signature -> verdict, and `last`: the (signature, verdict) found last, compared before
     the dict is hashed into (the layers of a model repeat one signature)."""
@@ -158,12 +227,37 @@ class Plan:
     `rest` (every call), and the cached verdicts: signature -> (view template, findings without
     their site)."""
 
-    __slots__ = ("pure", "rest", "verdicts")
+    __slots__ = ("pure", "rest", "verdicts", "keyfn", "patterns")
 
     def __init__(self, contracts):
         self.pure = tuple(fn for fn in contracts if getattr(fn, "kvlint_pure", False))
         self.rest = tuple(fn for fn in contracts if not getattr(fn, "kvlint_pure", False))
         self.verdicts = _Verdicts()
+        self.keyfn: Optional[Callable] = None   # the key function of the last call pattern seen
+        self.patterns: Dict[tuple, Optional[Callable]] = {}
+
+    def key(self, args, kwargs) -> Optional[tuple]:
+        """The call's verdict key (None: not cached): the last pattern's key function's, else
+        this pattern's (generated on first sight), else, for a value no key function reads
+        (an object, a dtype), `signature()`'s (then None)."""
+        keyfn = self.keyfn
+        if keyfn is not None:
+            key = keyfn(args, kwargs)
+            if key is not None:
+                return key
+        names = tuple(kwargs)
+        types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
+        pattern = (len(args), names, types)
+        patterns = self.patterns
+        keyfn = patterns.get(pattern, False)
+        if keyfn is False:
+            if len(patterns) >= PATTERNS_PER_OPERATOR:
+                patterns.clear()
+            keyfn = patterns[pattern] = key_function(len(args), names, types) if all(map(_keyable, types)) else None
+        if keyfn is None:
+            return signature(args, kwargs)
+        self.keyfn = keyfn
+        return keyfn(args, kwargs)  # None: a list holding something other than ints
 
 
 _PLANS: Dict[str, Plan] = {}

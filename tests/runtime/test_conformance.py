@@ -334,7 +334,7 @@ REJECTED = {
     "antiquant per-token with a float16 scale": (
         kv_int8(antiquant_mode=1, antiquant_scale=m(2, 4, 2048)), "KV518", "float32"),
     "antiquant per-token with another batch": (
-        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 3, 2048, dtype=F32)), "KV518", "(2, 4, S_kv)"),
+        kv_int8(antiquant_mode=1, antiquant_scale=m(2, 3, 2048, dtype=F32)), "KV518", "(2, 4, S >= 2048)"),
     "antiquant parameters on a float16 cache (ProcessAntiQuant)": (
         gqa_paged(antiquant_scale=m(2, 256)), "KV518", "antiquant needs an int8"),
     "npu_incre_flash_attention antiquant scale [2, N, D] with N 3": (

@@ -3,12 +3,9 @@ quant_offset_out), families/fa/quant_out.py, against the operator source (rules/
 [fa_contracts.post_quant]): IFA ProcessQuant2Dtype / ProcessQuant2 / CheckQuant2Shape, PFA
 CheckPostQuantParams. Cases named `utest:<name>` replay attention/incre_flash_attention/tests/utest/
 op_host/test_incre_flash_attention_tiling.cpp with its shapes. Meta tensors, as in test_conformance."""
-import pytest
 import torch
-from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
-
-import kvlint
-from kvlint.runtime import check_call
+from quant_replay import conformance_tests
+from test_conformance import _collect
 
 H, BF, F32, I8 = torch.float16, torch.bfloat16, torch.float32, torch.int8
 
@@ -69,8 +66,7 @@ ACCEPTED = {
              antiquant_scale=m(2, 10))),
     "FIA decode int8 cache, per-channel (1, N*D) scale, [1] offset": fa(antiquant_scale=m(2, 256),
         quant_scale2=m(1, 1024, dtype=F32), quant_offset2=m(1, dtype=F32)),
-    # not the IFA tiling path (Q_S > 1): these checks do not apply
-    "FIA prefill, scale of another shape": fa(s=16, kv=H, quant_scale2=m(4, 1, 10, dtype=F32)),
+    # FIA prefill (Q_S > 1) is the PFA tiling's: test_quant_prefill
     "FIA v2 decode (N, 1, D) quant_scale_out": fa2(quant_scale_out=m(8, 1, 128, dtype=F32)),
     "PFA fp16 scale with an fp16 query": pfa(quant_scale2=m(1, dtype=H)),
     "PFA (1, N*D) scale, (N, D) offset (same element count)": pfa(quant_scale2=m(1, 1024, dtype=F32),
@@ -108,34 +104,13 @@ REJECTED = {
     "PFA fp16 scale with a bf16 query": (pfa(dtype=BF, quant_scale2=m(1, dtype=H)), "only with a float16 query"),
     "PFA offset element count other than the scale's": (pfa(quant_scale2=m(1024, dtype=F32),
                                                             quant_offset2=m(1, dtype=F32)), "1024 elements"),
-    "PFA scale of neither 1 nor N*D elements": (pfa(quant_scale2=m(8, dtype=F32)), "H = N*D = 1024"),
+    # 256 = 8 heads * 32: past the per-channel D check (D % 32), then neither 1 nor N*D elements
+    "PFA scale of neither 1 nor N*D elements": (pfa(quant_scale2=m(256, dtype=F32)), "H = N*D = 1024"),
 }
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    findings = [f for f in _collect(ACCEPTED[name]) if f.severity == "error"]
-    assert findings == [], [f.message for f in findings]
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_kv518(name):
-    (op_name, args, kwargs), words = REJECTED[name]
-    with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
-        _op(op_name)(*args, **kwargs)
-    assert info.value.code == "KV518", str(info.value)
-    assert words in str(info.value), str(info.value)
-
-
-def _bound(op_name, args, kwargs):
-    return dict(zip(("query", "key", "value"), args), **kwargs)
-
-
-def test_check_call_agrees_with_the_guard():
-    for name, (op_name, args, kwargs) in ACCEPTED.items():
-        assert [f for f in check_call(op_name, _bound(op_name, args, kwargs)) if f.severity == "error"] == [], name
-    for name, ((op_name, args, kwargs), _) in REJECTED.items():
-        assert [f.code for f in check_call(op_name, _bound(op_name, args, kwargs))][:1] == ["KV518"], name
+(test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_kv518,
+ test_check_call_agrees_with_the_guard) = conformance_tests(ACCEPTED, REJECTED)
 
 
 def test_old_tiling_cases_are_not_checked():

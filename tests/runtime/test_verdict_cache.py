@@ -248,3 +248,116 @@ def test_property_cache_never_changes_a_verdict(groups):
     for args in calls + calls[::-1]:  # each signature seen again, after others
         cached, plain = (verdict(check_call(FIA, args, cache=cache)) for cache in (True, False))
         assert cached == plain
+
+
+# ------------------------------------------------------------------ the guard's key functions
+_PLAN = registry.Plan(())  # the key functions' patterns are per plan (per operator)
+
+
+def _key(args, kwargs):
+    """The guard's verdict key of a call."""
+    return _PLAN.key(args, kwargs)
+
+
+def _sorted_signature(args, kwargs):
+    return signature(args, dict(sorted(kwargs.items())))
+
+
+def test_key_function_keys_what_the_signature_keys():
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    base = _key((q, cache, cache), rest)
+    assert base is not None and base == _key((q, cache, cache), dict(rest))
+    changed = {
+        "a shape": ((q[:1], cache, cache), rest),
+        "a dtype": ((q.float(), cache, cache), rest),
+        "contiguity": ((torch.randn(2, 1, 128).to(H)[..., ::2], cache, cache), rest),
+        "an int": ((q, cache, cache), dict(rest, num_key_value_heads=3)),
+        "int -> bool": ((q, cache, cache), dict(rest, num_key_value_heads=True)),
+        "float -> int": ((q, cache, cache), dict(rest, scale=1)),
+        "a float": ((q, cache, cache), dict(rest, scale=0.5)),
+        "a string": ((q, cache, cache), dict(rest, input_layout="BSND")),
+        "tensor -> None": ((q, cache, cache), dict(rest, block_table=None)),
+        "tensor -> list": ((q, cache, cache), dict(rest, actual_seq_lengths_kv=[3, 130])),
+        "one keyword more": ((q, cache, cache), dict(rest, sparse_mode=0)),
+        "one keyword less": ((q, cache, cache), {k: v for k, v in rest.items() if k != "scale"}),
+        "positional -> keyword": ((q, cache), dict(rest, value=cache)),
+    }
+    for what, (args, kwargs) in changed.items():
+        assert _key(args, kwargs) != base, what
+        assert _sorted_signature(args, kwargs) != _sorted_signature((q, cache, cache), rest), what
+    # keyword order is not a verdict's input (contracts read arguments by name): the last
+    # pattern's function answers the same call with its keywords in another order
+    _key((q, cache, cache), rest)
+    assert _key((q, cache, cache), dict(reversed(list(rest.items())))) == base
+
+
+def test_key_function_lists_by_length_and_only_of_ints():
+    plan = registry.Plan(())
+    key = lambda lens: plan.key((), {"actual_seq_lengths": lens})  # noqa: E731
+    assert key([1, 2]) == key([5, 9]) != key([1, 2, 3])
+    assert key([1, 2.0]) is None and key([torch.ones(1)]) is None  # not cached, like signature()
+    assert key((1, 2)) != key([1, 2])
+    assert key([1, 2]) == key([7, 8])  # the pattern still answers after the uncached calls
+    assert plan.key((), {"x": torch.float16}) is None  # a value no key function reads: signature() says None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(one_signature(), min_size=2, max_size=4))
+def test_property_equal_keys_mean_equal_signatures(groups):
+    plan = registry.Plan(())
+    calls = [args for group in groups for args in group]
+    keys = [plan.key((), args) for args in calls]
+    for i, a in enumerate(calls):
+        for j, b in enumerate(calls):
+            if keys[i] == keys[j]:
+                assert _sorted_signature((), a) == _sorted_signature((), b)
+            else:
+                assert _sorted_signature((), a) != _sorted_signature((), b)
+
+
+def test_guard_hit_with_a_verdict_changing_value_gets_its_own_verdict():
+    """On the guard's path (key functions): the layers' calls hit, and a call of the same
+    pattern with one value that changes the verdict gets that verdict, then the good one again."""
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+    variants = [
+        ({}, []),
+        ({"num_key_value_heads": 3}, ["KV112"]),
+        ({"scale": 1.0}, ["KV103"]),  # KV103: a scale of 1.0
+        ({"block_size": 16}, ["KV312"]),
+        ({"input_layout": "BNSD"}, ["KV110"]),
+        ({"query": torch.randn(2, 1, 128).to(H)[..., ::2]}, ["KV114"]),
+        ({"query": q.float()}, ["KV115"]),
+        ({"block_table": ok["block_table"].long()}, ["KV301"]),
+        ({}, []),
+    ]
+    registry.clear_verdicts()
+    with kvlint.patch(mode="collect") as handle:
+        for change, expected in variants:
+            args = dict(rest, **{k: v for k, v in change.items() if k != "query"})
+            before = len(handle.findings)
+            for _ in range(2):  # a miss, then a hit
+                try:
+                    fn(change.get("query", q), cache, cache, **args)
+                except Exception:  # noqa: BLE001 - the emulated operator rejects what the NPU rejects
+                    pass
+            codes = [f.code for f in handle.findings[before:] if f.code != "KV401"]
+            assert codes == expected * 2, (change, codes)
+            plain = [f.code for f in check_call(FIA, dict(args, query=change.get("query", q), key=cache,
+                                                           value=cache), cache=False)]
+            assert plain == expected
+
+
+def test_binder_binds_like_the_schema():
+    from kvlint.runtime.guard import _binder
+
+    bind = _binder(("query", "key", "value"), {"scale": 1.0, "num_heads": 1})
+    assert bind((1, 2, 3), {"scale": 0.5}) == {"scale": 0.5, "num_heads": 1, "query": 1, "key": 2, "value": 3}
+    assert bind((1,), {"key": 2}) == {"scale": 1.0, "num_heads": 1, "query": 1, "key": 2}
+    assert bind((), {}) == {"scale": 1.0, "num_heads": 1}
+    assert bind((1, 2, 3, 4), {}) == {"scale": 1.0, "num_heads": 1, "query": 1, "key": 2, "value": 3}
+    assert _binder((), {"x": None})((), {"y": 2}) == {"x": None, "y": 2}

@@ -24,6 +24,7 @@ LAYOUT_BASE["SBH"] = "SBH"
 HEAD_AXIS = DATA.head_axis
 QUERY_DTYPES = _dtypes(DATA.query_dtypes)
 KV_DTYPES = _dtypes(DATA.kv_dtypes)
+UNJUDGED_DTYPES = DATA.unjudged_dtype_prefixes
 MASK_DTYPES = _dtypes(DATA.mask.dtypes)
 PAGED_CACHE_RANKS = frozenset(DATA.paged_cache_ranks)
 OPTIMIZED_SPARSE_MODES = frozenset(DATA.mask.compressed_modes)
@@ -33,8 +34,11 @@ _SHAPES = [tuple(s) for s in DATA.mask.compressed_shapes]
 _SHOWN_SHAPES = ", ".join(map(str, _SHAPES[:-1])) + f" or {_SHAPES[-1]}"
 # rules/facts/fa_contracts.toml: the contracts mirrored from hicann/ops-transformer
 CONTRACTS = FACTS.table("fa_contracts")
+# v2 calls that set a dtype override may hand the operator other dtypes than the tensors'
+DTYPE_OVERRIDES = tuple(CONTRACTS["antiquant_split"]["dtype_overrides"])
 MLA = CONTRACTS["mla"]
 MLA_DTYPES = frozenset((torch.float16, torch.bfloat16))
+MLA_FULL_QUANT_MAX_QUERY = CONTRACTS["mla_quant"]["mtp_max_query"]
 BNNBSD_LAYOUTS = tuple(CONTRACTS["bnnbsd_layouts"])
 BNNBSD_ANY_PRECISE = CONTRACTS["bnnbsd_any_layout_inner_precise"]
 GROUP_MAX_WITH_ROPE = CONTRACTS["group_max_with_rope"]
@@ -356,6 +360,9 @@ def dtypes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
+    if any(call.passed(name) for name in DTYPE_OVERRIDES) \
+            or any(dtype_name(t.dtype).startswith(UNJUDGED_DTYPES) for t in (q, k, v)):
+        return  # other dtypes than the tensors', or dtypes newer than the operator source
     if qd not in QUERY_DTYPES:
         call.fail("KV115", "query", " or ".join(DATA.query_dtypes), dtype_name(qd),
                   "the operator rejects the dtype")
@@ -368,7 +375,10 @@ def dtypes(call: Call) -> None:
     if kd != qd and q.is_floating_point() and k.is_floating_point():
         call.fail("KV115", "key", f"{dtype_name(qd)} like the query", dtype_name(kd),
                   "mixed floating dtypes are not supported")
-    elif qd == torch.int8 and view.paged:
+    # MLA decode / MTP with an int8 query pages an NZ cache (IFA tiling.cpp SetQuantFlag l.531-535):
+    # quant_in.py mla_full_quant checks it
+    elif qd == torch.int8 and view.paged and not (view.query_rope is not None and view.key_rope is not None
+                                                 and (view.q_seq or 0) <= MLA_FULL_QUANT_MAX_QUERY):
         call.fail("KV115", "query", "float16 or bfloat16 with a block_table (paged attention)", "int8",
                   "paged attention does not take an int8 query")
 
@@ -581,10 +591,17 @@ _MLA_DEFAULT_MODES = {name: _quant_names(name, QUANT["mla_noquant_default_modes"
 
 def _ifa_route(call: Call, view: FaView) -> bool:
     """Is this call tiled by the IFA tiling (npu_incre_flash_attention; FIA decode: Q_S 1, no
-    query_rope, BSH/BSND/BNSD(_NBSD), no NZ cache: FIA tiling.cpp IsUsingIFA)?"""
+    query_rope, BSH/BSND/BNSD(_NBSD), no NZ cache: FIA tiling.cpp IsUsingIFA), not by its ATB
+    branch (an FIA paged int8 cache with inner_precise 2 and query lengths: IFA tiling.cpp
+    AtbCheckFlag / AtbCheckFlag910, which skips the IFA checks)?"""
     if call.name == "npu_incre_flash_attention":
         return True
-    return (view.layout in _IFA_LAYOUTS and view.q_seq == 1 and view.query_rope is None and view.k.dim() != 5)
+    if not (view.layout in _IFA_LAYOUTS and view.q_seq == 1 and view.query_rope is None and view.k.dim() != 5):
+        return False
+    if view.paged and view.k.dtype == torch.int8 and call.get(view.roles.inner_precise) == ANTIQUANT["atb_precise"]:
+        q_lens = call.get(view.roles.q_lens)
+        return not (q_lens is not None and (q_lens.numel() if isinstance(q_lens, _Tensor) else len(q_lens)) > 0)
+    return True
 
 
 @contract(*FACTS.family("fa"), pure=True)
@@ -651,6 +668,8 @@ def antiquant_params(call: Call) -> None:
         return  # full quantization (int8 query): other checks
     if not _ifa_route(call, view):
         return  # the PFA tiling (prefill), FIA's own (MLA), TND, NZ: not these checks
+    if (view.head_dim or 0) >= ANTIQUANT["rollback_head_dim"] and not view.paged:
+        return  # the old tiling (IFA CheckIfRollBack), whose checks are not in the source
     if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
         return  # key / value parameters given separately: the split mode's own checks
     if k.dtype == q.dtype:
@@ -683,13 +702,14 @@ def antiquant_params(call: Call) -> None:
             continue
         shape = tuple(t.shape)
         if mode == ANTIQUANT["per_token"]:
+            seq = kv_seq(view)  # seqSize_: S >= it (0: not checked, the empty-tensor path reads 1024)
             if len(shape) != ANTIQUANT["per_token_rank"] or shape[0] != ANTIQUANT["stacked"] or (
-                    view.batch is not None and shape[1] != view.batch):
-                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S_kv) in per-token mode "
-                          "(antiquant_mode 1: key and value stacked, per request and token)", shape_of(t),
+                    view.batch is not None and shape[1] != view.batch) or (seq and shape[2] < seq):
+                call.fail("KV518", name, f"({ANTIQUANT['stacked']}, {view.batch}, S >= {seq}) in per-token mode "
+                          "(antiquant_mode 1: key and value stacked, per request and KV token)", shape_of(t),
                           "the operator rejects the call (IFA CheckKVAntiQuantPerToken)")
                 return
-        elif mode == ANTIQUANT["per_channel"] and view.head_dim:
+        elif view.head_dim:  # modes 0 and 2 (CheckKVAntiQuantParaShapeLegal: not per-token)
             allowed = _antiquant_shapes(view, kv)
             if shape not in allowed:
                 call.fail("KV518", name, "one of " + ", ".join(str(list(s)) for s in allowed) + " (per-tensor, or "

@@ -196,8 +196,9 @@ def fa_paged_values(call: Call) -> None:
     params = view.table_check[call.full]
     table, kv_lens = view.block_table, call.args.get(params[1])
     seen = _VERIFIED.get(params)
-    if seen is not None and _unchanged(seen, table, kv_lens):
-        return  # table_values' own first test, without its call (the hit path of every decode layer)
+    if (seen is not None and seen[0]() is table and seen[1]() is kv_lens and seen[2] == table._version
+            and seen[3] == kv_lens._version and seen[4] == table.data_ptr() and seen[5] == kv_lens.data_ptr()):
+        return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
     _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
     table_values(call, table, batch, bs, kv_lens_arg, num_blocks, exact, params)
 

@@ -71,21 +71,6 @@ _LAYER_CACHE = {name: (spec["cache"], spec.get("when")) for name, spec in load_f
 _Tensor = torch.Tensor
 
 
-def _layer(call: Call):
-    """(scheme, layer key): the layer's own KV cache (its data pointer) when the call passes one,
-    else the nearest calling torch.nn.Module or call site (a frame walk). The two schemes keep
-    separate states: a tensor seen by paged and by non-paged calls is tracked once per scheme."""
-    spec = _LAYER_CACHE.get(call.name)
-    if spec is not None:
-        args = call.args
-        cache = args.get(spec[0])
-        if type(cache) is _Tensor and (spec[1] is None or isinstance(args.get(spec[1]), _Tensor)):
-            pointer = cache.data_ptr()
-            if pointer:
-                return "cache", pointer
-    return "frame", callsite.layer_key(call.frame())
-
-
 def _describe(before, after) -> str:
     if isinstance(before, tuple) or isinstance(after, tuple):
         return f"values {list(before[1:]) if isinstance(before, tuple) else before} -> " \
@@ -95,6 +80,7 @@ def _describe(before, after) -> str:
 
 # per operator: (argument, its state key under the cache scheme, under the frame scheme)
 _KEYS = {name: tuple((key[1], key + ("cache",), key + ("frame",)) for key in keys) for name, keys in _TRACKED.items()}
+_NO_LAYER_CACHE = (None, None)
 
 
 @contract(*_TRACKED.keys())
@@ -102,8 +88,8 @@ def kv_len_discipline(call: Call) -> None:
     if call.tracing:
         return  # meta stand-ins of traced tensors: no identity, no version
     args = call.args
-    scheme = layer = mutated = None
-    _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)
+    layer = mutated = None
+    locked = False
     try:
         for arg, cache_key, frame_key in _KEYS[call.name]:
             tensor = args.get(arg)
@@ -115,15 +101,35 @@ def kv_len_discipline(call: Call) -> None:
                 version = _version_of(call, tensor)
                 if version is None:
                     continue
-            if scheme is None:
-                scheme, layer = _layer(call)
-            change = _observe(cache_key if scheme == "cache" else frame_key, tensor, layer, version,
-                              tensor.data_ptr())
+            if layer is None:
+                # the layer: its own KV cache (data pointer) when the call passes one, else the
+                # nearest calling torch.nn.Module or call site (a frame walk); the two schemes keep
+                # separate states (a tensor seen by paged and by non-paged calls is tracked once per scheme)
+                cache_arg, when = _LAYER_CACHE.get(call.name, _NO_LAYER_CACHE)
+                cache = args.get(cache_arg) if cache_arg else None
+                layer = cache.data_ptr() if type(cache) is _Tensor and (
+                    when is None or isinstance(args.get(when), _Tensor)) else 0
+                by_cache = bool(layer)
+                if not by_cache:
+                    layer = callsite.layer_key(call.frame())
+                _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)
+                locked = True
+            key = cache_key if by_cache else frame_key
+            pointer = tensor.data_ptr()
+            state = _state.get(key)
+            if state is not None and state[2] == version and state[0] == id(tensor) and state[1] == pointer:
+                layers = state[3]  # _observe's unchanged case, inline (every layer of a step)
+                if layer in layers:
+                    layers.clear()  # a new step, unchanged tensor
+                layers.add(layer)
+                continue
+            change = _observe(key, tensor, layer, version, pointer)
             if change is not None:
                 mutated = mutated or []
                 mutated.append((arg, change))
     finally:
-        _lock.release()
+        if locked:
+            _lock.release()
     for arg, (before, after) in mutated or ():
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",
