@@ -1,5 +1,3 @@
-import sys
+from kvlint.cli import console_main
 
-from kvlint.cli import main
-
-sys.exit(main())
+console_main()

@@ -5,6 +5,7 @@ Exit codes: 0 no findings, 1 findings, 2 usage error or nothing could be checked
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional, Sequence, Tuple
 
@@ -130,3 +131,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_CLEAN
+
+
+def console_main() -> None:
+    """The `kvlint` command: `main()`, then the process ends without the interpreter's
+    teardown. Freeing the trees and indexes kept for importers (and the rest of the heap)
+    one object at a time took 0.3-0.5 s of CPU after a one-process check of cann-recipes-infer +
+    vllm-ascend; the output is flushed first, and kvlint registers no exit handlers."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    os._exit(code)

@@ -18,12 +18,12 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 def test_pyproject_name():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DIST
-    assert project["scripts"] == {"kvlint": "kvlint.cli:main"}
+    assert project["scripts"] == {"kvlint": "kvlint.cli:console_main"}
 
 
 def test_installed_distribution_provides_the_kvlint_command():
     dist = metadata.distribution(DIST)
-    assert [ep.value for ep in dist.entry_points if ep.group == "console_scripts"] == ["kvlint.cli:main"]
+    assert [ep.value for ep in dist.entry_points if ep.group == "console_scripts"] == ["kvlint.cli:console_main"]
 
 
 def test_every_install_line_names_our_distribution():
