@@ -249,8 +249,9 @@ class Plan:
         types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
         pattern = (len(args), names, types)
         patterns = self.patterns
-        keyfn = patterns.get(pattern, False)
-        if keyfn is False:
+        if pattern in patterns:
+            keyfn = patterns[pattern]
+        else:
             if len(patterns) >= PATTERNS_PER_OPERATOR:
                 patterns.clear()
             keyfn = patterns[pattern] = key_function(len(args), names, types) if all(map(_keyable, types)) else None
