@@ -604,6 +604,14 @@ def _ifa_route(call: Call, view: FaView) -> bool:
     return True
 
 
+def ifa_rolls_back(view: FaView) -> bool:
+    """Does the IFA tiling hand this call to its old tiling before its quantization checks run
+    (a non-paged call with D >= 1024: PreProcess l.141-149, incre_flash_attention_tiling_check.cpp
+    CheckIfRollBack l.582-604)? Its other rollback, an in/out dtype pair outside CanChangeToNew,
+    is the caller's to test."""
+    return (view.head_dim or 0) >= ANTIQUANT["rollback_head_dim"] and view.block_table is None
+
+
 @contract(*FACTS.family("fa"), pure=True)
 def quantization(call: Call) -> None:
     """Separate key/value antiquant modes in range where they are read: KV int8 with a float
@@ -668,8 +676,8 @@ def antiquant_params(call: Call) -> None:
         return  # full quantization (int8 query): other checks
     if not _ifa_route(call, view):
         return  # the PFA tiling (prefill), FIA's own (MLA), TND, NZ: not these checks
-    if (view.head_dim or 0) >= ANTIQUANT["rollback_head_dim"] and not view.paged:
-        return  # the old tiling (IFA CheckIfRollBack), whose checks are not in the source
+    if ifa_rolls_back(view):
+        return  # the old tiling, whose checks are not in the source
     if any(args.get(name) is not None for name in ANTIQUANT["split_keywords"]):
         return  # key / value parameters given separately: the split mode's own checks
     if k.dtype == q.dtype:

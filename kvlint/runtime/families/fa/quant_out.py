@@ -12,7 +12,7 @@ from typing import Optional
 import torch
 
 from kvlint.runtime.call import Call, dtype_name, shape_of
-from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route
+from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, ifa_rolls_back
 from kvlint.runtime.families.fa.quant_in import mla_ifa_route, pfa_route  # (quant_in's contracts register here)
 from kvlint.runtime.registry import contract
 
@@ -77,8 +77,8 @@ def post_quant_ifa(call: Call) -> None:
         return
     if view.k.dtype not in (torch.float16, torch.bfloat16, torch.int8) or view.q.dtype not in _ROLL_FORWARD_Q:
         return  # int4 caches; an int8 query with an int8 output (INT8_INT8) rolls back to the old tiling
-    if (view.head_dim or 0) >= POST_QUANT["ifa_rollback_head_dim"] and view.block_table is None:
-        return  # non-paged D >= 1024: the old tiling (CheckIfRollBack), whose checks are not in the source
+    if ifa_rolls_back(view):
+        return  # non-paged D >= 1024: the old tiling, whose checks are not in the source
     why = "the operator rejects the call (IFA ProcessQuant2Dtype)"
     if not _dtypes_ok(call, (scale_arg, scale), (offset_arg, offset), _IFA_DTYPES, why,
                       ": the output's dequant scale dtype and offset dtype are not the same"):
