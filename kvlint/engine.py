@@ -151,9 +151,7 @@ class Checker:
         result = FileResult(source.path)
         try:
             tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
-            if tree is not None:
-                stat = None  # already a loaded module
-            else:
+            if tree is None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
                     tree = ast.parse(source.text, filename=source.path)

@@ -105,7 +105,7 @@ class Project:
         self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
         self._adopted: List[str] = []  # adopt(): checked files kept, oldest first
-        self._used: set = set()  # adopted files an importer has loaded
+        self._used: set = set()  # every module load() has handed out (adopt() keeps those)
 
     def add_roots(self, roots: Iterable[str]) -> None:
         for r in roots:
