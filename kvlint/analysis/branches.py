@@ -89,17 +89,19 @@ def tagged(tracer, expr: ast.expr, at: ast.AST, arms: FrozenSet[Arm] = frozenset
                 out.extend(tagged(tracer, value, at, merged, depth + 1))
         return out
     if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.IfExp) \
-            and isinstance(expr.slice, ast.Constant) and type(expr.slice.value) is int:
+            and isinstance(expr.slice, ast.Constant) and type(expr.slice.value) is int and expr.slice.value >= 0:
         # `mask, mode = (m, 4) if c else (None, 0)`: each name is element i of the ternary
         # (a synthetic subscript, values.py), so element i of each side, on that side's arm
         test, i = expr.value.test, expr.slice.value
         key = _key(test)
+        from kvlint.analysis.values import literal_element
+
         out = []
         for side, value in (("body", expr.value.body), ("else", expr.value.orelse)):
             merged = _consistent(arms, frozenset({(key, side)}))
             if merged is None:
                 continue
-            elt = _element(value, i)
+            elt = literal_element(value, i)
             if elt is None:  # not a tuple literal there: that side's element i, as a leaf
                 out.append((tracer._make(ast.Subscript(value=value, slice=ast.Constant(i), ctx=ast.Load()),
                                          expr, expr), merged))
@@ -159,14 +161,6 @@ def tagged(tracer, expr: ast.expr, at: ast.AST, arms: FrozenSet[Arm] = frozenset
             out.append((expr, arms))
         return out or [(expr, arms)]
     return [(expr, arms)]
-
-
-def _element(value: ast.expr, i: int) -> Optional[ast.expr]:
-    """Element `i` of a tuple or list literal without a starred element, else None."""
-    if isinstance(value, (ast.Tuple, ast.List)) and 0 <= i < len(value.elts) \
-            and not any(isinstance(e, ast.Starred) for e in value.elts):
-        return value.elts[i]
-    return None
 
 
 def combinations(tracer, at: ast.AST, exprs: Dict[str, Optional[ast.expr]]

@@ -78,6 +78,15 @@ FUNCTOOLS_PARTIAL = ("functools.partial", "partial")
 _UNPACKED = (ast.Tuple, ast.List)  # targets an assignment unpacks element by element
 
 
+def literal_element(value: ast.AST, i: int) -> Optional[ast.expr]:
+    """Element `i` (negative from the end) of a tuple or list literal without a starred
+    element, else None."""
+    if isinstance(value, (ast.Tuple, ast.List)) and -len(value.elts) <= i < len(value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return value.elts[i]
+    return None
+
+
 class ValueTracer:
     """The one assignment tracer of a module: the value tracing of every rule and the
     operator resolver's alias lookups both ask it.
@@ -481,9 +490,8 @@ class ValueTracer:
         out: List[ast.expr] = []
         keep = False
         for base in self.candidates(expr.value, at, depth + 1, True):
-            if isinstance(base, (ast.Tuple, ast.List)) and -len(base.elts) <= i < len(base.elts) and not any(
-                    isinstance(e, ast.Starred) for e in base.elts):
-                e = base.elts[i]
+            e = literal_element(base, i)
+            if e is not None:
                 out.extend(self.candidates(e, e, depth + 1, follow_calls))
             else:
                 keep = True
