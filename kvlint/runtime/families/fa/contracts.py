@@ -360,8 +360,7 @@ def dtypes(call: Call) -> None:
         return
     q, k, v = view.q, view.k, view.v
     qd, kd = q.dtype, k.dtype
-    if any(call.passed(name) for name in DTYPE_OVERRIDES) \
-            or any(dtype_name(t.dtype).startswith(UNJUDGED_DTYPES) for t in (q, k, v)):
+    if sets_dtype_override(call) or any(dtype_name(t.dtype).startswith(UNJUDGED_DTYPES) for t in (q, k, v)):
         return  # other dtypes than the tensors', or dtypes newer than the operator source
     if qd not in QUERY_DTYPES:
         call.fail("KV115", "query", " or ".join(DATA.query_dtypes), dtype_name(qd),
@@ -602,6 +601,12 @@ def _ifa_route(call: Call, view: FaView) -> bool:
         q_lens = call.get(view.roles.q_lens)
         return not (q_lens is not None and (q_lens.numel() if isinstance(q_lens, _Tensor) else len(q_lens)) > 0)
     return True
+
+
+def sets_dtype_override(call: Call) -> bool:
+    """Does this v2 call set one of its dtype overrides (`query_dtype`, `key_dtype`, ...), which
+    hand the operator other dtypes than the tensors'?"""
+    return any(call.args.get(name) is not None for name in DTYPE_OVERRIDES)
 
 
 def ifa_rolls_back(view: FaView) -> bool:

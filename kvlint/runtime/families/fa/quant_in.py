@@ -26,7 +26,7 @@ from typing import Optional
 import torch
 
 from kvlint.runtime.call import Call, dtype_name, shape_of
-from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, _quant_names, kv_seq
+from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, _quant_names, kv_seq, sets_dtype_override
 from kvlint.runtime.registry import contract
 
 SPLIT = CONTRACTS["antiquant_split"]
@@ -40,7 +40,6 @@ _MIXED = tuple(SPLIT["mixed_modes"])
 _MODES = frozenset(SPLIT["mode_range"])
 _PER_CHANNEL = frozenset(SPLIT["per_channel"])
 _PAGED_MODES = {int(mode): form for mode, form in SPLIT["paged_modes"].items()}
-_OVERRIDES = tuple(SPLIT["dtype_overrides"])
 _Tensor = torch.Tensor
 
 
@@ -82,7 +81,7 @@ def antiquant_split(call: Call) -> None:
     ko, vo = _tensor(get(names.key_offset)), _tensor(get(names.value_offset))
     if ks is None and vs is None and ko is None and vo is None and get(names.absent[-1]) is None:
         return  # the common call: no split-mode parameter
-    if any(get(arg) is not None for arg in _OVERRIDES):
+    if sets_dtype_override(call):
         return  # v2 hands the operator other dtypes than the tensors'
     q, k = view.q, view.k
     if q.dtype not in _FLOATS or not _ifa_route(call, view):
