@@ -140,12 +140,15 @@ def signature(args, kwargs) -> Optional[tuple]:
 
 # ------------------------------------------------------------------------------ key functions
 # The guard's fast signature: per call pattern (how many positional arguments, which keywords,
-# each value's exact type), a function generated once that tests the pattern and returns the
-# signature's reads in one straight-line expression, with no loop and no per-value type branch.
-# Its key is (pattern token, per tensor: shape, dtype, True or strides; per str/int/float/bool:
-# the value; per list or tuple of ints: its length; None: nothing), so it holds what
-# `signature()` holds: one verdict per key. Keyword order is not in it: contracts read
-# arguments by name (a call with the same keywords in another order gets the same verdict).
+# each value's exact type, which tensor values are the same object as an earlier one), a
+# function generated once that tests the pattern and returns the signature's reads in one
+# straight-line expression, with no loop and no per-value type branch. Its key is (pattern
+# token, per tensor not an alias of an earlier value: shape, dtype, True or strides; per
+# str/int/float/bool: the value; per list or tuple of ints: its length; None and an alias:
+# nothing), so it holds what `signature()` holds: one verdict per key (an alias, e.g. MLA's key
+# passed as the value, has the metadata of the tensor it is: reading it again adds nothing).
+# Keyword order is not in it: contracts read arguments by name (a call with the same keywords in
+# another order gets the same verdict).
 PATTERNS_PER_OPERATOR = 64     # patterns kept per operator; they start afresh past that
 _SCALARS = (str, int, float, bool)
 _SEQUENCES = (list, tuple)
@@ -167,15 +170,35 @@ def _keyable(cls) -> bool:
     return cls in _SCALARS or cls is type(None) or cls in _SEQUENCES or issubclass(cls, _Tensor)
 
 
-def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
-    """The key function of one call pattern: `fn(args, kwargs)` returns None when the call does
-    not have this pattern (or a list holds anything but ints), else the call's key. `types`:
-    the exact types of the positional values, then of the keyword values (in `names` order);
-    each must pass `_keyable`."""
-    env: Dict[str, Any] = {"_token": _Pattern((npos, names, types)), "_int": int}
+def aliases_of(values, types) -> tuple:
+    """(j, i) for each tensor value j that is the very object of an earlier tensor value i (the
+    first one): part of a call pattern."""
+    found = []
+    for j, cls in enumerate(types):
+        if isinstance(cls, type) and issubclass(cls, _Tensor):
+            for i in range(j):
+                if values[i] is values[j]:
+                    found.append((j, i))
+                    break
+    return tuple(found)
+
+
+def pattern_of(args, kwargs) -> tuple:
+    """The call pattern of `key_source`: (npos, keyword names, value types, aliases)."""
+    types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
+    return (len(args), tuple(kwargs), types, aliases_of((*args, *kwargs.values()), types))
+
+
+def key_source(pattern: tuple, env: Dict[str, Any]) -> Tuple[List[str], str]:
+    """The body of a key function of call pattern `pattern` (`pattern_of`; every type passes
+    `_keyable`): lines (indented for a function of `args, kwargs`) that return None when the
+    call does not have the pattern (or a list holds anything but ints) and otherwise leave the
+    values in locals a0.. (positional) and k0.. (keywords, in the pattern's order), and the key's
+    expression. Adds the names the lines use to `env`."""
+    npos, names, types, aliases = pattern
+    env.update({"_token": _Pattern(pattern), "_int": int})
     values = [f"a{i}" for i in range(npos)] + [f"k{i}" for i in range(len(names))]
-    lines = ["def key(args, kwargs):",
-             f"    if len(args) != {npos} or len(kwargs) != {len(names)}:",
+    lines = [f"    if len(args) != {npos} or len(kwargs) != {len(names)}:",
              "        return None"]
     if npos:
         lines.append(f"    {', '.join(values[:npos])}, = args")
@@ -184,10 +207,14 @@ def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
         lines.extend(f"        k{i} = kwargs[{name!r}]" for i, name in enumerate(names))
         lines.append("    except KeyError:")
         lines.append("        return None")
+    alias = dict(aliases)
     tests, loops, items = [], [], ["_token"]
     for i, (value, cls) in enumerate(zip(values, types)):
         if cls is type(None):
             tests.append(f"{value} is not None")
+            continue
+        if i in alias:
+            tests.append(f"{value} is not {values[alias[i]]}")
             continue
         env[f"_t{i}"] = cls
         tests.append(f"type({value}) is not _t{i}")
@@ -202,9 +229,33 @@ def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
         lines.append(f"    if {' or '.join(tests)}:")
         lines.append("        return None")
     lines.extend(loops)
-    lines.append(f"    return ({', '.join(items)},)")
-    exec("\n".join(lines), env)  # noqa: S102 - generated from the pattern's names and types, never from values
+    return lines, f"({', '.join(items)},)"
+
+
+def key_function(pattern: tuple) -> Callable:
+    """The key function of one call pattern (`pattern_of`): `fn(args, kwargs)` returns None when
+    the call does not have this pattern (or a list holds anything but ints), else the call's
+    key. Each of the pattern's types must pass `_keyable`."""
+    env: Dict[str, Any] = {}
+    lines, key = key_source(pattern, env)
+    source = "\n".join(["def key(args, kwargs):", *lines, f"    return {key}"])
+    exec(source, env)  # noqa: S102 - generated from the pattern's names and types, never from values
     return env["key"]
+
+
+def _key_function_or_none(pattern: tuple) -> Optional[Callable]:
+    return key_function(pattern) if all(map(_keyable, pattern[2])) else None
+
+
+def per_pattern(table: Dict[tuple, Optional[Callable]], pattern: tuple, make: Callable) -> Optional[Callable]:
+    """`make(pattern)`, made once per pattern and kept in `table` (at most
+    PATTERNS_PER_OPERATOR patterns: past that the table starts afresh)."""
+    if pattern in table:
+        return table[pattern]
+    if len(table) >= PATTERNS_PER_OPERATOR:
+        table.clear()
+    made = table[pattern] = make(pattern)
+    return made
 
 
 class _Verdicts(dict):
@@ -245,16 +296,7 @@ class Plan:
             key = keyfn(args, kwargs)
             if key is not None:
                 return key
-        names = tuple(kwargs)
-        types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
-        pattern = (len(args), names, types)
-        patterns = self.patterns
-        if pattern in patterns:
-            keyfn = patterns[pattern]
-        else:
-            if len(patterns) >= PATTERNS_PER_OPERATOR:
-                patterns.clear()
-            keyfn = patterns[pattern] = key_function(len(args), names, types) if all(map(_keyable, types)) else None
+        keyfn = per_pattern(self.patterns, pattern_of(args, kwargs), _key_function_or_none)
         if keyfn is None:
             return signature(args, kwargs)
         self.keyfn = keyfn

@@ -196,9 +196,11 @@ def fa_paged_values(call: Call) -> None:
     params = view.table_check[call.full]
     table, kv_lens = view.block_table, call.args.get(params[1])
     seen = _VERIFIED.get(params)
-    if (seen is not None and seen[0]() is table and seen[1]() is kv_lens and seen[2] == table._version
-            and seen[3] == kv_lens._version and seen[4] == table.data_ptr() and seen[5] == kv_lens.data_ptr()):
-        return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
+    if seen is not None and seen[0]() is table and seen[1]() is kv_lens:
+        stamps = (table, table._version, table.data_ptr(), kv_lens, kv_lens._version, kv_lens.data_ptr())
+        if seen[2] == stamps[1] and seen[3] == stamps[4] and seen[4] == stamps[2] and seen[5] == stamps[5]:
+            call.stamps = stamps  # read once: KV401 tracks these two tensors too
+            return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
     _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
     table_values(call, table, batch, bs, kv_lens_arg, num_blocks, exact, params)
 
