@@ -41,11 +41,20 @@ _MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fa.quant_in", "fus
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
 
 
-def contract(*names: str, pure: bool = False):
+def contract(*names: str, pure: bool = False, works: Optional[Callable] = None, detached: bool = False):
     """Register `fn` for the operator base names `names`. `pure`: shape-only (see the module
-    docstring); its verdict is cached per call signature."""
+    docstring); its verdict is cached per call signature. For the other contracts (run on every
+    call), what a cache hit may skip: `works(call)`, evaluated once per cached verdict right after
+    the pure contracts ran, says whether `fn` has anything to check in calls with that verdict
+    (it may read the family view's numbers and the operator name, never a value, the mode or
+    state; `fn` itself must return at once when it says no); a hit runs only the contracts
+    that work. `detached`: `fn` reads only the view's numbers (never its tensors: it takes
+    them from `call.args`) and never writes the view, so a hit whose contracts are all detached
+    hands them the verdict's detached view instead of a copy with the call's tensors."""
     def register(fn):
         fn.kvlint_pure = pure
+        fn.kvlint_works = works
+        fn.kvlint_detached = detached
         for name in names:
             _REGISTRY.setdefault(name, []).append(fn)
         return fn
@@ -278,7 +287,7 @@ class Plan:
     `rest` (every call), and the cached verdicts: signature -> (view template, findings without
     their site)."""
 
-    __slots__ = ("pure", "rest", "verdicts", "keyfn", "patterns")
+    __slots__ = ("pure", "rest", "verdicts", "keyfn", "patterns", "hits")
 
     def __init__(self, contracts):
         self.pure = tuple(fn for fn in contracts if getattr(fn, "kvlint_pure", False))
@@ -286,6 +295,32 @@ class Plan:
         self.verdicts = _Verdicts()
         self.keyfn: Optional[Callable] = None   # the key function of the last call pattern seen
         self.patterns: Dict[tuple, Optional[Callable]] = {}
+        # a verdict's idle contracts (`works` said no) -> (the rest a hit runs, whether it needs
+        # the view with the call's tensors)
+        self.hits: Dict[frozenset, Tuple[tuple, bool]] = {}
+
+    def hit(self, idle: frozenset) -> Tuple[tuple, bool]:
+        """(the contracts a cache hit runs, whether they need the attached view) for a verdict
+        whose idle contracts are `idle`."""
+        found = self.hits.get(idle)
+        if found is None:
+            rest = tuple(fn for fn in self.rest if fn not in idle)
+            found = self.hits[idle] = (rest, not all(getattr(fn, "kvlint_detached", False) for fn in rest))
+        return found
+
+    def idle(self, call) -> frozenset:
+        """The contracts of `rest` that say (`works`) they have nothing to check in a call with
+        this call's verdict; one whose `works` fails counts as working."""
+        idle = []
+        for fn in self.rest:
+            works = getattr(fn, "kvlint_works", None)
+            if works is not None:
+                try:
+                    if not works(call):
+                        idle.append(fn)
+                except Exception:  # noqa: BLE001 - then the contract runs on every hit
+                    pass
+        return frozenset(idle)
 
     def key(self, args, kwargs) -> Optional[tuple]:
         """The call's verdict key (None: not cached): the last pattern's key function's, else
@@ -347,12 +382,14 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
             if entry is not None:
                 verdicts.last = (key, entry)
     if entry is not None:
-        template, findings = entry
+        template, findings, idle = entry
+        rest, attach = plan.hits.get(idle) or plan.hit(idle)
         if template is not None:
-            call.view = template.attached(call.args)
+            call.view = template.attached(call.args) if attach else template
         if findings:
             _replay(call, findings)
     else:
+        rest = plan.rest
         before, clean = len(call.findings), True
         for fn in plan.pure:
             try:
@@ -369,10 +406,11 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
             view = call.view
             entry = (view.detached() if view is not None else None,
                      tuple((f.code, f.op, f.argument, f.expected, f.given, f.consequence, f.severity)
-                           for f in call.findings[before:]))
+                           for f in call.findings[before:]),
+                     plan.idle(call))
             verdicts[key] = entry
             verdicts.last = (key, entry)
-    for fn in plan.rest:
+    for fn in rest:  # a miss runs them all: what a hit skips must find nothing (tests compare both)
         try:
             fn(call)
         except ContractError:

@@ -160,4 +160,4 @@ def _discipline(name: str):
 
 
 for _name in _TRACKED:
-    contract(_name)(_discipline(_name))
+    contract(_name, detached=True)(_discipline(_name))  # never reads the family view
