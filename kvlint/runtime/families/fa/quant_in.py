@@ -422,3 +422,31 @@ def mla_full_quant(call: Call) -> None:
             call.fail("KV518", arg, f"{FULL['rope_dtype']} with an int8 query", dtype_name(t.dtype),
                       why + "ProcessQuant: query_rope and key rope dtype should be bf16)")
             return
+    _mla_misc(call)
+
+
+MISC = CONTRACTS["mla_quant_misc"]
+_MISC = {name: tuple((kind, arg) for kind in ("nonempty", "absent", "flags", "shared_prefix")
+                     for arg in _quant_names(name, MISC[kind])) for name in MLA_QUANT["operators"]}
+_MISC_WHY = {"nonempty": "CheckSupportKVLeftPadding: kvPadding is not supported in MLA",
+             "absent": "CheckDefaultMisc: PseShift is not supported in MLA",
+             "flags": "CheckDefaultMisc: SoftmaxLse output is not supported in MLA",
+             "shared_prefix": "SharedPrefixCheckBasic: shared prefix with page attention is not supported"}
+
+
+def _mla_misc(call: Call) -> None:
+    """What quantized MLA on the IFA tiling refuses besides its quantization
+    ([fa_contracts.mla_quant_misc]): a non-empty kv_padding_size, a pse_shift, the softmax LSE
+    output, a shared prefix (MLA there is always paged)."""
+    get = call.args.get
+    for kind, arg in _MISC[call.name]:
+        value = get(arg)
+        if kind == "flags":
+            if value:
+                call.fail("KV518", arg, "False in quantized MLA (no softmax LSE output)", repr(value),
+                          "the operator rejects the call (IFA " + _MISC_WHY[kind] + ")")
+                return
+        elif isinstance(value, _Tensor) and (kind != "nonempty" or value.numel() > 0):
+            call.fail("KV518", arg, "None in quantized MLA (query_rope / key_rope with an int8 query and cache)",
+                      f"a tensor {shape_of(value)}", "the operator rejects the call (IFA " + _MISC_WHY[kind] + ")")
+            return
