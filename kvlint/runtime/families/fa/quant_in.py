@@ -229,6 +229,61 @@ def pfa_route(call: Call, view) -> bool:
     return view.query_rope is None and view.k.dim() != 5 and not view.tnd and (view.q_seq or 0) > 1
 
 
+TND_PREFILL = CONTRACTS["tnd_prefill"]
+_TND = TND_PREFILL["layout"]
+_TND_ANTIQUANT_DTYPE = getattr(torch, TND_PREFILL["ifa_antiquant_param_dtype"])
+
+
+def pfa_tnd_route(call: Call, view) -> bool:
+    """Is this a TND call ("TND" exactly) tiled by the PFA tiling ([fa_contracts.tnd_prefill])?
+    npu_prompt_flash_attention always; FIA unless IsUsingIFA takes it (D 512, or a paged int8 cache
+    with a float query and float32 antiquant_scale and antiquant_offset)."""
+    if view.layout != _TND:
+        return False
+    if call.name == "npu_prompt_flash_attention":
+        return True
+    if view.head_dim == TND_PREFILL["ifa_head_dim"]:
+        return False
+    if view.paged and view.k.dtype == torch.int8 and view.q.dtype != torch.int8:
+        get = call.args.get
+        scale, offset = _tensor(get("antiquant_scale")), _tensor(get("antiquant_offset"))
+        if scale is not None and offset is not None and scale.dtype == offset.dtype == _TND_ANTIQUANT_DTYPE:
+            return False  # IFA's TND MTP antiquant
+    return True
+
+
+_OUT_SCALE = {name: pair[0] for name, pair in CONTRACTS["post_quant"]["keywords"].items()}
+_OUT_DTYPE = CONTRACTS["post_quant"]["out_dtype_keyword"]
+
+
+def tnd_io_reject(call: Call, view) -> Optional[tuple]:
+    """(argument, expected, given, why) for a TND call on the PFA tiling that its input/output
+    dtype checks reject ([fa_contracts.tnd_prefill]: FIA's D alignment with int8, then PFA
+    CheckIOType), else None."""
+    if view.cache_broken or not pfa_tnd_route(call, view) or sets_dtype_override(call):
+        return None
+    q, k, v = view.q.dtype, view.k.dtype, view.v.dtype
+    get = call.args.get
+    scale_arg = _OUT_SCALE.get(call.name)
+    int8_out = scale_arg is not None and _tensor(get(scale_arg)) is not None and get(_OUT_DTYPE) is None
+    int8 = torch.int8
+    d, multiple = view.head_dim, TND_PREFILL["int8_d_multiple"]
+    if call.name != "npu_prompt_flash_attention" and (int8 in (q, k) or int8_out) and d and d % multiple:
+        return ("query", f"a head dim that is a multiple of {multiple} when int8 is involved (TND prefill)",
+                f"D = {d}", "FIA TilingProcess4PFA: D should be 32 elements aligned when int8 is involved")
+    if q == k == v == int8:
+        return ("query", "a float16 / bfloat16 query, key and value with input_layout 'TND' (no full int8 "
+                "quantization in TND prefill)", "int8 query, key and value",
+                "PFA CheckIOType: When Layout is TND, not support QKV dataType is all int8")
+    if int8_out:
+        return (scale_arg, "None with input_layout 'TND' (no int8 output in TND prefill)", "a tensor (int8 output)",
+                "PFA CheckIOType: When Layout is TND, not support attention out dataType is int8")
+    if q != int8 and k == v == int8:
+        return ("key", f"{dtype_name(q)} like the query with input_layout 'TND' (no KV antiquant in TND prefill)",
+                "an int8 key and value", "PFA CheckIOType: When Layout is TND, not support KV Antiquant")
+    return None
+
+
 @contract(*PREFILL["fia_operators"], pure=True)
 def fia_route_quant(call: Call) -> None:
     """What each FIA tiling route refuses of the query-side quantization: on the IFA tiling (decode)
@@ -247,7 +302,7 @@ def fia_route_quant(call: Call) -> None:
                       "the operator rejects the call (IFA ProcessQuant: when the dtype of query is not int8, the "
                       "query's dequant scale should be null)")
         return
-    if not pfa_route(call, view):
+    if not (pfa_route(call, view) or pfa_tnd_route(call, view)):
         return
     mode = get("antiquant_mode")
     if mode:
@@ -276,8 +331,8 @@ def prefill_bmm_factors(call: Call) -> None:
     none of them with an fp16 query and an int8 output (l.4779-4789); PFA: no quant_offset2 with
     an int8 query and an fp16 output (l.4104-4107)."""
     view = call.view
-    if view is None or view.cache_broken or not pfa_route(call, view):
-        return
+    if view is None or view.cache_broken or not pfa_route(call, view) or tnd_io_reject(call, view):
+        return  # (a TND call CheckIOType rejects: tnd_prefill_io reports it)
     if view.q.numel() == 0 or view.k.numel() == 0 or view.v.numel() == 0:
         return  # the empty-tensor path returns first (l.4173-4206)
     get = call.args.get
