@@ -2,7 +2,7 @@
 (docs: rules/codes/KV403.toml)."""
 import ast
 import re
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from kvlint.analysis.context import layer_class_pattern
 from kvlint.checks import register
@@ -163,8 +163,9 @@ class TensorParamAugmentedInLayer(Rule):
             target = node.target
             if not isinstance(target, ast.Name) or ctx.context.is_kv_length_name(target.id):
                 continue  # kv_len and friends are KV401's
-            func = ctx.index.enclosing_function(node)
-            if func is None or func.name in ("__init__", "__post_init__") or ctx.context.layer_class(node) is None:
+            func = cast(Optional[ast.FunctionDef], ctx.index.enclosing_function(node))
+            layer = ctx.context.layer_class(node)
+            if func is None or func.name in ("__init__", "__post_init__") or layer is None:
                 continue
             if not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
                 continue
@@ -174,7 +175,7 @@ class TensorParamAugmentedInLayer(Rule):
             sym = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}[type(node.op)]
             yield ctx.finding(self.code, target,
                               f"`{target.id} {sym} ...` on the parameter `{target.id}` of "
-                              f"{ctx.context.layer_class(node).name}.{func.name} changes the caller's "
+                              f"{layer.name}.{func.name} changes the caller's "
                               f"tensor in place (a tensor `{sym}` does not rebind, unlike "
                               f"`{target.id} = {target.id} {sym[0]} ...`): the caller, and every "
                               f"later layer that shares it, sees the modified value")
@@ -209,7 +210,7 @@ class TensorParamAugmentedInLayer(Rule):
     @staticmethod
     def _rebound_before(name: str, node, func, ctx: FileContext) -> bool:
         """The parameter was reassigned before (`x = x.clone()`, `x = x + y`): now a local."""
-        return any(stmt.lineno < node.lineno for stmt, _ in ctx.values.assignments(func).get(name, []))
+        return any(cast(ast.stmt, stmt).lineno < node.lineno for stmt, _ in ctx.values.assignments(func).get(name, []))
 
 
 def _default_is_number(param: ast.arg, func) -> bool:
