@@ -387,9 +387,14 @@ def scale(call: Call) -> None:
     view = call.view
     if view is None or view.scale is None:
         return
-    if float(view.scale) == 1.0 and (view.head_dim or 0) > 1:
-        name = view.roles.scale
-        call.fail("KV103", name, f"1/sqrt(head_dim) = {view.head_dim ** -0.5:.4g}",
+    warn_unscaled(call, view.roles.scale, view.scale, view.head_dim)
+
+
+def warn_unscaled(call: Call, name: str, value, head_dim: Optional[int]) -> None:
+    """KV103 (warning): the softmax scale `name` is 1.0 (the schema default) with a head dim > 1.
+    Also the fusion contracts' check for npu_fusion_attention_v2 / _v3."""
+    if float(value) == 1.0 and (head_dim or 0) > 1:
+        call.fail("KV103", name, f"1/sqrt(head_dim) = {head_dim ** -0.5:.4g}",
                   "1.0" + ("" if call.passed(name) else " (the default)"),
                   "scores are not scaled: softmax is far too sharp", severity="warning")
 
@@ -805,12 +810,10 @@ def mask(call: Call) -> None:
 
 # ------------------------------------------------------------------------------ length lists
 def _lengths_work(call: Call) -> bool:
-    """Has `lengths` anything to check? TND lists (npu_fusion_attention's: fusion_values) and
-    non-paged per-batch lists (paged ones: paged.py)."""
+    """Has `lengths` anything to check? TND lists and non-paged per-batch lists (paged ones:
+    paged.py; npu_fusion_attention's: fusion_values in TND, fusion_shapes outside it)."""
     view = call.view
-    if view is None:
-        return False
-    return call.name not in FUSION_OPS if view.tnd else not view.paged
+    return view is not None and call.name not in FUSION_OPS and (view.tnd or not view.paged)
 
 
 @contract(*FA_OPS, works=_lengths_work)
