@@ -179,7 +179,7 @@ def fa_view(call: Call) -> None:
     view.query_rope, view.key_rope = args.get(roles.query_rope), args.get(roles.key_rope)
     view.scale = args.get(roles.scale)
     view.cache_broken = False  # set when the paged cache's form is reported: later checks skip it
-    view.table_check = None    # fa_paged_values' parameters (the _VERIFIED keys in meta and full mode)
+    view.table_check = None    # fa_paged_values' memos (paged._Memo, meta and full mode)
     view.mla_tokens = False    # MLA in TND passed its shape checks: mla_query_tokens reads the lengths
     call.view = view
 

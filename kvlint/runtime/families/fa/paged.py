@@ -60,7 +60,8 @@ def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, 
     kv_lens = call.get(kv_lens_arg)
     if params is None:
         params = (call.name, kv_lens_arg, batch, block_size, num_blocks, exact, call.full)
-    seen = _VERIFIED.get(params)
+    memo = _memo(params)
+    seen = memo.state
     if seen is not None and _unchanged(seen, table, kv_lens):
         return  # the same table and lengths, unchanged since they passed (the other layers of a step)
     values = call.int_list(kv_lens)
@@ -71,7 +72,7 @@ def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, 
     if len(call.findings) == before and call.readable(table) and call.readable(kv_lens):
         state = _state(table, kv_lens)  # only a verdict on values actually read
         if state is not None:
-            _VERIFIED[params] = state
+            memo.state = state
 
 
 # The last verdict per (operator, argument, parameters): the table and length tensors (by weak
@@ -79,6 +80,25 @@ def table_values(call: Call, table, batch, block_size, kv_lens_arg, num_blocks, 
 # pointers. The layers of one decode step pass the very same table and lengths: their values
 # are read once per step.
 _VERIFIED: dict = {}
+
+
+class _Memo:
+    """_VERIFIED's entry for one tuple of parameters: the last state verified with them (None:
+    none yet). FA's shape verdict keeps its two (meta, full) in the view's `table_check`, so a
+    decode layer finds it without hashing the parameters."""
+
+    __slots__ = ("params", "state")
+
+    def __init__(self, params):
+        self.params = params
+        self.state = None
+
+
+def _memo(params) -> _Memo:
+    memo = _VERIFIED.get(params)
+    if memo is None:
+        memo = _VERIFIED.setdefault(params, _Memo(params))
+    return memo
 
 
 def _state(table, kv_lens):
@@ -184,7 +204,7 @@ def fa_paged(call: Call) -> None:
         _BLOCK_SIZE_OK.add(key)
     if table_form(call, view.block_table, view.batch, view.roles.kv_lens, exact=view.tnd):
         params = (call.name, view.roles.kv_lens, view.batch, bs, int(cache_shape[0]), view.tnd)
-        view.table_check = (params + (False,), params + (True,))  # the _VERIFIED keys, meta / full
+        view.table_check = (_memo(params + (False,)), _memo(params + (True,)))  # _VERIFIED's, meta / full
 
 
 def _paged_values_work(call: Call) -> bool:
@@ -197,20 +217,20 @@ def _paged_values_work(call: Call) -> bool:
 def fa_paged_values(call: Call) -> None:
     """The KV lengths and used block ids of a paged call whose form passed (fa_paged). Reads its
     tensors from the call's arguments: a cache hit may hand it the verdict's detached view."""
-    if not _paged_values_work(call):
-        return
     view = call.view
-    params = view.table_check[call.full]
+    if view is None or view.table_check is None:  # _paged_values_work, inline: every decode layer runs this
+        return
+    memo = view.table_check[call.full]
     args = call.args
-    table, kv_lens = args.get(view.roles.block_table), args.get(params[1])
-    seen = _VERIFIED.get(params)
+    table, kv_lens = args.get(view.roles.block_table), args.get(view.roles.kv_lens)
+    seen = memo.state
     if seen is not None and seen[0]() is table and seen[1]() is kv_lens:
         stamps = (table, table._version, table.data_ptr(), kv_lens, kv_lens._version, kv_lens.data_ptr())
         if seen[2] == stamps[1] and seen[3] == stamps[4] and seen[4] == stamps[2] and seen[5] == stamps[5]:
             call.stamps = stamps  # read once: KV401 tracks these two tensors too
             return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
-    _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
-    table_values(call, table, batch, bs, kv_lens_arg, num_blocks, exact, params)
+    _, kv_lens_arg, batch, bs, num_blocks, exact, _ = memo.params
+    table_values(call, table, batch, bs, kv_lens_arg, num_blocks, exact, memo.params)
 
 
 @contract("_npu_paged_attention")

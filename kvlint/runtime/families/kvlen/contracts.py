@@ -18,13 +18,17 @@ from kvlint.runtime import callsite
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
 
+# (operator, argument, scheme) -> [id, data pointer, version, layers] of the tensor last seen
+# (id None: none yet). Made at import for every tracked argument and updated in place, so each
+# operator's generated discipline holds its own states (no key hashed per call).
 _state: dict = {}
 _lock = threading.Lock()
 
 
 def reset() -> None:
     with _lock:
-        _state.clear()
+        for state in _state.values():
+            state[:] = [None, None, None, set()]
 
 
 # Inference tensors (made under torch.inference_mode) have no version counter: readable ones
@@ -47,9 +51,9 @@ def _observe(key, tensor: torch.Tensor, layer, version, pointer):
     """Record that `layer` saw `tensor` (at `version`, data pointer `pointer`) for (operator,
     argument, scheme) `key`; return (old, new) version when it was mutated in place since an
     earlier layer of the same step. The caller holds _lock."""
-    state = _state.get(key)
-    if state is None or state[0] != id(tensor) or state[1] != pointer:  # identity and pointer; no reference kept
-        _state[key] = [id(tensor), pointer, version, {layer}]
+    state = _state[key]
+    if state[0] != id(tensor) or state[1] != pointer:  # identity and pointer; no reference kept
+        state[:] = [id(tensor), pointer, version, {layer}]
         return None
     layers = state[3]
     if version == state[2]:
@@ -94,9 +98,11 @@ def _discipline(name: str):
     data pointer, taken from `call.stamps` when an earlier contract of this call read them (the
     paged values' memo); the layer (its cache's data pointer, else `callsite.layer_key`) and the
     lock only once the call passes a tracked tensor; the unchanged case inline, else `_observe`.
-    The generated code reads `_lock`, `_state` and `_observe` as this module's globals."""
+    Each block holds its two states (cache and frame scheme; `_state` keeps the same lists); the
+    generated code reads `_lock` and `_observe` as this module's globals."""
     keys = _TRACKED[name]
     cache_arg, when = _LAYER_CACHE.get(name, (None, None))
+    tracked = [arg for _, arg in keys]
     cells = {}
     lines = ["    if call.tracing:", "        return  # meta stand-ins of traced tensors: no identity, no version",
              "    args = call.args"]
@@ -106,10 +112,13 @@ def _discipline(name: str):
               "    try:"]
     for i, key in enumerate(keys):
         cells[f"_cache_key{i}"], cells[f"_frame_key{i}"] = key + ("cache",), key + ("frame",)
+        cells[f"_cache_state{i}"] = _state.setdefault(key + ("cache",), [None, None, None, set()])
+        cells[f"_frame_state{i}"] = _state.setdefault(key + ("frame",), [None, None, None, set()])
         if cache_arg is None:
             layer_of = "0"
         else:
-            condition = "" if when is None else f" and isinstance(args.get({when!r}), _Tensor)"
+            table = f"t{tracked.index(when)}" if when in tracked else f"args.get({when!r})"
+            condition = "" if when is None else f" and isinstance({table}, _Tensor)"
             layer_of = f"cache.data_ptr() if type(cache) is _Tensor{condition} else 0"
         lines += [
             f"        if type(t{i}) is _Tensor:",
@@ -135,18 +144,17 @@ def _discipline(name: str):
             "                        layer = callsite.layer_key(call.frame())",
             "                    _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)",
             "                    locked = True",
-            f"                key = _cache_key{i} if by_cache else _frame_key{i}",
+            f"                state = _cache_state{i} if by_cache else _frame_state{i}",
             "                if pointer is None:",
             f"                    pointer = t{i}.data_ptr()",
-            "                state = _state.get(key)",
-            f"                if state is not None and state[2] == version and state[0] == id(t{i}) "
-            "and state[1] == pointer:",
+            f"                if state[2] == version and state[0] == id(t{i}) and state[1] == pointer:",
             "                    layers = state[3]  # _observe's unchanged case, inline (every layer of a step)",
             "                    if layer in layers:",
             "                        layers.clear()  # a new step, unchanged tensor",
             "                    layers.add(layer)",
             "                else:",
-            f"                    change = _observe(key, t{i}, layer, version, pointer)",
+            f"                    change = _observe(_cache_key{i} if by_cache else _frame_key{i}, t{i}, layer, "
+            "version, pointer)",
             "                    if change is not None:",
             f"                        mutated = (mutated or []) + [({key[1]!r}, change)]"]
     lines += ["    finally:", "        if locked:", "            _lock.release()", "    if mutated:",
