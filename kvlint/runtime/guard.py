@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import warnings
+from keyword import iskeyword
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -138,14 +139,17 @@ def _entry_function(spec: _Spec, pattern: tuple) -> Callable:
     schema argument (the defaults, the positional values, the keywords) and the `Call`, in one
     function (the generic path: `bind`, `Call(...)`, `Plan.key`, three calls)."""
     npos, names = pattern[0], pattern[1]
-    env: Dict[str, Any] = {"_defaults": spec.defaults, "_new": Call.__new__, "_Call": Call, "_op": spec.op,
+    env: Dict[str, Any] = {"_defaults": spec.defaults, "_dict": dict, "_new": Call.__new__, "_Call": Call, "_op": spec.op,
                            "_name": spec.name, "_positional": spec.positional}
     lines, key = key_source(pattern, env)
-    binds = [f"    bound[{name!r}] = a{i}" for i, name in zip(range(npos), spec.positional)]
-    binds += [f"    bound[{name!r}] = k{i}" for i, name in enumerate(names)]
+    values = {name: f"a{i}" for i, name in zip(range(npos), spec.positional)}
+    values.update((name, f"k{i}") for i, name in enumerate(names))  # a keyword wins, as in `bind`
+    plain = [f"{name}={value}" for name, value in values.items() if name.isidentifier() and not iskeyword(name)]
+    odd = [f"    bound[{name!r}] = {value}" for name, value in values.items()
+           if not (name.isidentifier() and not iskeyword(name))]
     source = "\n".join([
         "def entry(args, kwargs, full):", *lines,
-        "    bound = _defaults.copy()", *binds,
+        f"    bound = _dict(_defaults{''.join(', ' + item for item in plain)})", *odd,
         "    call = _new(_Call)",
         *(f"    call.{slot} = {value}" for slot, value in _call_slots(npos)),
         f"    return call, {key}"])

@@ -217,16 +217,14 @@ def key_source(pattern: tuple, env: Dict[str, Any]) -> Tuple[List[str], str]:
         lines.append("    except KeyError:")
         lines.append("        return None")
     alias = dict(aliases)
-    tests, loops, items = [], [], ["_token"]
+    typed, tests, loops, items = [], [], [], ["_token"]
     for i, (value, cls) in enumerate(zip(values, types)):
-        if cls is type(None):
-            tests.append(f"{value} is not None")
-            continue
         if i in alias:
             tests.append(f"{value} is not {values[alias[i]]}")
             continue
-        env[f"_t{i}"] = cls
-        tests.append(f"type({value}) is not _t{i}")
+        typed.append((value, cls))
+        if cls is type(None):
+            continue
         if cls in _SEQUENCES:
             loops.append(f"    for item in {value}:\n        if type(item) is not _int:\n            return None")
             items.append(f"len({value})")
@@ -234,6 +232,9 @@ def key_source(pattern: tuple, env: Dict[str, Any]) -> Tuple[List[str], str]:
             items.append(value)
         else:  # a tensor
             items.extend((f"{value}.shape", f"{value}.dtype", f"({value}.is_contiguous() or {value}.stride())"))
+    if typed:  # one tuple comparison (in C) instead of a test per value
+        env["_types"] = tuple(cls for _, cls in typed)
+        tests.insert(0, f"({''.join(f'type({value}), ' for value, _ in typed)}) != _types")
     if tests:
         lines.append(f"    if {' or '.join(tests)}:")
         lines.append("        return None")

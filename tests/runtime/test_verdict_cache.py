@@ -391,7 +391,8 @@ def test_entry_builds_the_call_the_constructor_builds():
     rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
     spec = _spec()
     for args, kwargs in [((q, cache, cache), rest), ((q,), dict(rest, key=cache, value=cache.clone())),
-                         ((), dict(ok))]:
+                         ((), dict(ok)), ((q, cache, cache), dict(rest, value=q)),  # given twice: the keyword's
+                         ((q, cache, cache), dict(rest, **{"not-a-name": 1, "lambda": 2}))]:
         entry = _entry_function(spec, registry.pattern_of(args, kwargs))
         for full in (False, True):
             call, key = entry(args, kwargs, full)
