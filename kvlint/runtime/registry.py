@@ -16,7 +16,10 @@ pure contracts once per signature and replays their verdict on the next call of 
 on every call. A verdict is replayed exactly: the same findings in the same order, each with
 this call's site (so the guard's warnings follow the same once-per-site rules), and the view
 rebuilt from the cached numbers with this call's tensors. A signature whose pure contracts
-crashed is not cached (the crash is reported per call site, as without the cache).
+crashed is not cached (the crash is reported per call site, as without the cache). A hit runs
+only the other contracts that say (`works`) they have something to check in calls with its
+verdict, and gives those that read only the view's numbers (`detached`) the cached view itself;
+a miss runs them all.
 
 Family modules import only this module, `kvlint.runtime.call` and the facts; never the guard."""
 from __future__ import annotations
