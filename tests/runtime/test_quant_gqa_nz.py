@@ -5,12 +5,9 @@ CheckGqaAttribute (rules/facts/fa_contracts.toml [fa_contracts.gqa_kv_nz]). Ever
 combination passes under patch(); every reject raises with the code naming what the operator
 rejects (KV518 for the quantization and the path's own limits, KV112 heads, KV110 layout, KV311
 block_size, KV213 sparse_mode / mask)."""
-import pytest
 import torch
-from quant_replay import passes
-from test_conformance import _op
+from quant_replay import coded_conformance_tests
 
-import kvlint
 from kvlint.runtime import check_call
 
 BF, H, F32, I8 = torch.bfloat16, torch.float16, torch.float32, torch.int8
@@ -100,29 +97,9 @@ def _bound(args, kwargs):
     return dict(zip(("query", "key", "value"), args), **kwargs)
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    passes(ACCEPTED[name])
-
-
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_check_call_accepts_it_too(name):
-    op_name, args, kwargs = ACCEPTED[name]
-    assert [f.message for f in check_call(op_name, _bound(args, kwargs)) if f.severity == "error"] == []
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_with_its_code(name):
-    (op_name, args, kwargs), code, words = REJECTED[name]
-    with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
-        _op(op_name)(*args, **kwargs)
-    assert (info.value.code, words in str(info.value)) == (code, True), str(info.value)
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_check_call_reports_the_same_code_first(name):
-    (op_name, args, kwargs), code, _ = REJECTED[name]
-    assert [f.code for f in check_call(op_name, _bound(args, kwargs))][:1] == [code]
+(test_accepted_by_the_operator_passes_the_guard, test_check_call_accepts_it_too,
+ test_rejected_by_the_operator_raises_with_its_code,
+ test_check_call_reports_the_same_code_first) = coded_conformance_tests(ACCEPTED, REJECTED)
 
 
 def test_the_mixed_mode_is_not_judged_here():

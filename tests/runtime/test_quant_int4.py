@@ -4,12 +4,9 @@ so the heads and head-dim checks compare the unpacked size (they used to reject 
 wrong KV heads or head dim); D a multiple of 64 (IFA GetRopeAndGqaFlag l.372-375); on the IFA tiling
 no paged cache with a BNSD query (ProcessBaseInputs l.492-495), no int8 output (ProcessQuant2
 l.1099-1102), no non-empty kv_padding_size (CheckSupportKVLeftPadding l.890-892)."""
-import pytest
 import torch
-from quant_replay import passes
-from test_conformance import _op
+from quant_replay import coded_conformance_tests
 
-import kvlint
 from kvlint.runtime import check_call
 
 H, F32, I32 = torch.float16, torch.float32, torch.int32
@@ -66,23 +63,9 @@ def _bound(args, kwargs):
     return dict(zip(("query", "key", "value"), args), **kwargs)
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    passes(ACCEPTED[name])
-
-
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_check_call_accepts_it_too(name):
-    op_name, args, kwargs = ACCEPTED[name]
-    assert [f.message for f in check_call(op_name, _bound(args, kwargs)) if f.severity == "error"] == []
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_with_its_code(name):
-    (op_name, args, kwargs), code, words = REJECTED[name]
-    with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
-        _op(op_name)(*args, **kwargs)
-    assert (info.value.code, words in str(info.value)) == (code, True), str(info.value)
+(test_accepted_by_the_operator_passes_the_guard, test_check_call_accepts_it_too,
+ test_rejected_by_the_operator_raises_with_its_code,
+ test_check_call_reports_the_same_code_first) = coded_conformance_tests(ACCEPTED, REJECTED)
 
 
 def test_a_packed_cache_with_the_wrong_heads_is_still_reported():

@@ -14,7 +14,11 @@ import torch
 from kvlint.runtime.call import Call, dtype_name, shape_of
 from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, ifa_rolls_back
 from kvlint.runtime.families.fa.quant_in import (  # (quant_in's contracts register here)
-    TND_PREFILL, mla_ifa_route, pfa_route, tnd_io_reject)
+    TND_PREFILL,
+    mla_ifa_route,
+    pfa_route,
+    tnd_io_reject,
+)
 from kvlint.runtime.registry import contract
 
 POST_QUANT = CONTRACTS["post_quant"]
