@@ -673,7 +673,8 @@ def int4_cache(call: Call) -> None:
     why = "the operator rejects the call (IFA "
     if d and d % multiple:
         call.fail("KV518", "query", f"a head dim that is a multiple of {multiple} with an int4 (int32-packed) cache",
-                  str(d), why + f"GetRopeAndGqaFlag: D must be a multiple of {multiple} when the KV dtype is INT4)")
+                  str(d), f"the operator rejects the call (D must be a multiple of {multiple} with an INT4 KV: IFA "
+                  "GetRopeAndGqaFlag; aclnnFusedInferAttentionScoreV4.md D-axis limits for Q_S > 1)")
         return
     if not _ifa_route(call, view):
         return
