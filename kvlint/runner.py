@@ -31,6 +31,8 @@ from kvlint.source import file_stat, read_file
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from kvlint.engine import Checker
+
 MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
 MAX_CHUNK = 16
 
@@ -73,10 +75,10 @@ def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
             checker = _checker(settings, roots)
             _freeze_setup()  # (again, for a second batch with the same checker)
             outcomes = ((i, check_one(checker, path, hashed)) for i, path in pending)
-        for i, (result, st, hashed) in outcomes:
+        for i, (result, st, content_hash) in outcomes:
             results[i] = result
             if cache is not None:
-                cache.put(paths[i], st, hashed, result)
+                cache.put(paths[i], st, content_hash, result)
     return results  # type: ignore[return-value]
 
 
@@ -138,10 +140,10 @@ def check_one(checker, path: str, hashed: bool = True) -> Outcome:
 
 
 # -- workers -----------------------------------------------------------------------------------
-_CHECKERS: Dict[Settings, object] = {}
+_CHECKERS: Dict[object, "Checker"] = {}  # by _settings_key
 
 
-def _checker(settings: Settings, roots: Sequence[str] = ()):
+def _checker(settings: Settings, roots: Sequence[str] = ()) -> "Checker":
     """The Checker for these settings in this process, built once (then the setup objects are
     frozen for the collector: in a batch, see collector_tuned, or in a worker); `roots`:
     import roots its project gains."""

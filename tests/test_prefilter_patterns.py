@@ -167,3 +167,25 @@ def test_kv403_plain_name_augmented_store(text, hit):
     from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_NAME_STORE
 
     assert (AUGMENTED_NAME_STORE.search(text.encode()) is not None) == hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("def forward(self, x):\n    x += 1\n", True),
+    ("def forward(self, hidden):\n    out = hidden\n    out += 1\n", False),  # a local
+    ("def f(a=')', x=2):\n    x *= 2\n", True),              # a string with a bracket in a default
+    ("def f(a, # x is not a parameter\n      b):\n    x += 1\n", False),
+    ("def f(a=(1, [2]), *, x: 'T' = {}):\n    x -= 1\n", True),
+    ("def f[T: (int, str)](x: T):\n    x += 1\n", True),     # type parameters (3.12)
+    ("async def f(\n    self,\n    x,\n):\n    x /= 2\n", True),
+    ("def función(x):\n    x += 1\n", True),                  # a non-ASCII function name
+    ("def \\\n    f(x):\n    x += 1\n", True),
+    ("def f(a=\"\"\"(\"\"\", x=1):\n    x += 1\n", True),      # unreadable signature: admitted
+    ("# the def keyword is (x)\nx += 1\n", False),            # prose, not a signature
+    ("def f(self):\n    pass\nx = 0\nx += 1\n", False),
+])
+def test_kv403_parameter_augmented_store(text, hit):
+    """KV403 reports an augmented store of a parameter of the enclosing function: its
+    pre-filter admits a file only if the stored name is in some `def` signature."""
+    from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_PARAMETER_STORE
+
+    assert (AUGMENTED_PARAMETER_STORE.search(text.encode()) is not None) == hit
