@@ -3,7 +3,8 @@ and value's last dim is one eighth of the real one (aclnnFusedInferAttentionScor
 so the heads and head-dim checks compare the unpacked size (they used to reject every int4 call as
 wrong KV heads or head dim); D a multiple of 64 (IFA GetRopeAndGqaFlag l.372-375); on the IFA tiling
 no paged cache with a BNSD query (ProcessBaseInputs l.492-495), no int8 output (ProcessQuant2
-l.1099-1102), no non-empty kv_padding_size (CheckSupportKVLeftPadding l.890-892)."""
+l.1099-1102), no non-empty kv_padding_size (CheckSupportKVLeftPadding l.890-892). Cases named
+`utest:<name>` replay the operator team's unit tests."""
 import torch
 from quant_replay import coded_conformance_tests
 
@@ -52,6 +53,14 @@ REJECTED = {
     "FIA int4 cache with D 96": (int4(d=96), "KV518", "multiple of 64"),
     "IFA int4 cache with D 32": (int4(IFA, d=32), "KV518", "multiple of 64"),
     "FIA BNSD paged int4 cache": (int4(layout="BNSD", paged=True), "KV110", "BSH_BSND"),
+    # incre_flash_attention/tests/utest/op_host/test_incre_flash_attention_tiling.cpp case_pa_int4_bnsd (expects
+    # failure): B 50, 8 heads on 1, BNSD, block_size 128, table (50, 129), int4 cache (6450, 1, 128, 128) ->
+    # int32-packed (6450, 1, 128, 16)
+    "utest:case_pa_int4_bnsd": (
+        (IFA, (m(50, 8, 1, 128), m(6450, 1, 128, 16, dtype=I32), m(6450, 1, 128, 16, dtype=I32)),
+         dict(num_heads=8, num_key_value_heads=1, input_layout="BNSD", scale_value=1.0, block_size=128,
+              block_table=torch.zeros(50, 129, dtype=torch.int32), actual_seq_lengths=[16 * 1024] * 50)),
+        "KV110", "BSH_BSND"),
     "IFA int4 cache with an int8 output": (int4(IFA, quant_scale2=m(1, dtype=F32)), "KV518", "PostQuant"),
     "FIA int4 cache with kv_padding_size": (
         int4(kv_padding_size=torch.zeros(1, dtype=torch.int64), actual_seq_lengths=[1, 1]), "KV518",
