@@ -2,7 +2,7 @@
 and value's last dim is one eighth of the real one (aclnnFusedInferAttentionScoreV4.md l.1903-1904),
 so the heads and head-dim checks compare the unpacked size (they used to reject every int4 call as
 wrong KV heads or head dim); D a multiple of 64 (IFA GetRopeAndGqaFlag l.372-375); on the IFA tiling
-no paged cache with a BNSD query (ProcessBaseInputs l.492-495), no int8 output (ProcessQuant2
+no paged cache with a BNSD query (InputAttrsPreProcess l.492-495), no int8 output (ProcessQuant2
 l.1099-1102), no non-empty kv_padding_size (CheckSupportKVLeftPadding l.890-892). Cases named
 `utest:<name>` replay the operator team's unit tests."""
 import torch

@@ -681,7 +681,7 @@ def int4_cache(call: Call) -> None:
     get = call.args.get
     if view.paged and view.base not in _INT4_PAGED_BASES:
         call.fail("KV110", view.roles.layout, f"one of {', '.join(sorted(_INT4_PAGED_BASES))} with a paged int4 cache",
-                  repr(view.layout), why + "ProcessBaseInputs: no PageAttention with an INT4 or INT32 KV unless the "
+                  repr(view.layout), why + "InputAttrsPreProcess: no PageAttention with an INT4 or INT32 KV unless the "
                   "layout is BSH_BSND)")
         return
     scale_arg = _OUT_SCALE[call.name]
