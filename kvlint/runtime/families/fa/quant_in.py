@@ -10,15 +10,21 @@
   BMM dequant / quant factors, none of them with an fp16 query and an int8 output, and what FIA
   prefill refuses (antiquant_mode, v2's query dequant). `pfa_route` tells which FIA calls.
 - Quantized MLA on the IFA tiling (`mla_ifa_route`): no KV antiquant, and an int8 query's full
-  quantization (NZ paged cache, the query's / key's / value's dequant scales and modes). Its
-  output side (no int8 output) is quant_out.py's.
+  quantization (NZ paged cache, the query's / key's / value's dequant scales and modes), then no
+  kv padding, pse_shift, softmax LSE or shared prefix. Its output side (no int8 output) is
+  quant_out.py's.
+- TND prefill on the PFA tiling (`pfa_tnd_route`, `tnd_io_reject`; reported by quant_out.py
+  tnd_prefill_io): no all-int8 query/key/value, no int8 output, no KV antiquant.
+- GQA with an int8 NZ cache on the IFA tiling (`gqa_nz_route`, gqa_kv_nz) and KV int4 packed in
+  int32 (int4_cache).
 
 Reads only shapes, dtypes and scalar arguments (the call's signature): the query's, key's, value's
 and rope tensors' dtype, rank and element count, the view's heads, head dim, batch, query length,
 sparse_mode and layout, the key's and the block table's shapes, block_size, inner_precise, the
 query length list's length, the quantization tensors' shapes and dtypes, the modes and v2's dtype
 overrides. Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split],
-[fa_contracts.prefill_quant], [fa_contracts.mla_quant], [fa_contracts.mla_full_quant]."""
+[fa_contracts.prefill_quant], [fa_contracts.mla_quant], [fa_contracts.mla_full_quant],
+[fa_contracts.mla_quant_misc], [fa_contracts.tnd_prefill], [fa_contracts.gqa_kv_nz], [fa_contracts.int4]."""
 from __future__ import annotations
 
 from typing import Optional
