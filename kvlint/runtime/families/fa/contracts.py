@@ -810,7 +810,7 @@ def mask(call: Call) -> None:
 
 
 # ------------------------------------------------------------------------------ length lists
-@contract(*FA_OPS)
+@contract(*NOT_FUSION_OPS)  # npu_fusion_attention's lists: fusion_values (TND), fusion_shapes (outside TND)
 def lengths(call: Call) -> None:
     view = call.view
     if view is None:
@@ -818,11 +818,10 @@ def lengths(call: Call) -> None:
     roles = view.roles
     q_arg, kv_arg = roles.q_lens, roles.kv_lens
     if view.tnd:
-        if call.name not in FUSION_OPS:  # npu_fusion_attention's TND lists: fusion_values
-            _tnd_lengths(call, view, q_arg, kv_arg)
+        _tnd_lengths(call, view, q_arg, kv_arg)
         return
-    if view.paged or call.name in FUSION_OPS:
-        return  # per-batch paged lengths: paged.py; npu_fusion_attention outside TND: fusion_shapes
+    if view.paged:
+        return  # per-batch paged lengths: paged.py
     batch = view.batch
     for arg, is_q in ((q_arg, True), (kv_arg, False)):
         values = call.int_list(call.get(arg))
