@@ -84,3 +84,44 @@ def test_index_collects_by_kind():
     assert index.imports == {"c": "a.b", "d": "d", "r": "p.q.r"}
     assert index.module_imports == {"c": "a.b", "d": "d", "d.e": "d.e"}
     assert index.from_imports == {"z": (1, "x", "y"), "r": (0, "p.q", "r")}
+
+
+def _reference_index(tree):
+    """What ModuleIndex's walk collects, the slow way: a stack walk over
+    `ast.iter_child_nodes` (every node pushed, leaves too), parents from the same walk; the
+    calls, assignments, augmented assignments, classes, loops and walruses it meets, in order."""
+    kinds = ((ast.Call,), (ast.Assign, ast.AnnAssign), (ast.AugAssign,), (ast.ClassDef,),
+             (ast.For, ast.AsyncFor), (ast.NamedExpr,))
+    parent, lists = {}, [[] for _ in kinds]
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for types, found in zip(kinds, lists):
+            if isinstance(node, types):
+                found.append(node)
+        children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, SINGLETONS)]
+        for child in children:
+            parent[id(child)] = node
+        stack.extend(children)
+    lists[0].sort(key=lambda n: (n.lineno, n.col_offset))  # stable: equal positions keep walk order
+    return (parent, *lists)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_index_matches_a_walk_that_pushes_every_node(path):
+    """The walk links leaves (`Name`, `Constant`...) without visiting them: the parent map
+    and every collected list, in order, are those of a walk that visits every node."""
+    index, tree = _index(path)
+    parent, calls, assigns, aug, classes, loops, named = _reference_index(tree)
+    assert index.parent == parent
+    for got, want in ((index.calls, calls), (index.assigns, assigns), (index.aug_assigns, aug),
+                      (index.classes, classes), (index.for_loops, loops), (index.named_exprs, named)):
+        assert list(map(id, got)) == list(map(id, want))
+
+
+def test_index_orders_calls_at_one_position_as_the_walk_meets_them():
+    text = "f(a)(b)\nx = g(h(1), k=j())[0]\n"
+    tree = ast.parse(text)
+    index = ModuleIndex(SourceFile("m.py", text.encode(), text, "utf-8"), tree)
+    assert [ast.unparse(c) for c in index.calls] == [ast.unparse(c) for c in _reference_index(tree)[1]]
+    assert [ast.unparse(c) for c in index.calls][:2] == ["f(a)(b)", "f(a)"]

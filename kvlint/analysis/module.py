@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from operator import attrgetter
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from kvlint.source import SourceFile
@@ -41,12 +42,23 @@ _COLLECTED = {ast.Call: 0, ast.Assign: 1, ast.AnnAssign: 1, ast.AugAssign: 2, as
               ast.For: 4, ast.AsyncFor: 4, ast.NamedExpr: 5, ast.Import: 6, ast.ImportFrom: 6}
 _IMPORT = 6
 _KINDS: Dict[type, Tuple[Tuple[str, ...], int]] = {}
+# The node types seen so far that hold no child node and are not collected (`Name`,
+# `Constant`, `alias`, `Pass`...: a third of a module's nodes): the walk links them to their
+# parent without pushing them, since visiting one would do nothing.
+_LEAVES: set = set()
 
 
 def _kind_entry(t: type) -> Tuple[Tuple[str, ...], int]:
     fields = _CHILD_FIELDS.get(t)
     entry = _KINDS[t] = (fields if fields is not None else _child_fields(t), _COLLECTED.get(t, -1))
+    if not entry[0] and entry[1] < 0:
+        _LEAVES.add(t)
     return entry
+
+
+for _t in (ast.Name, ast.Constant):
+    _kind_entry(_t)
+_POSITION = attrgetter("lineno", "col_offset")
 
 
 def child_nodes(node: ast.AST) -> List[ast.AST]:
@@ -138,6 +150,7 @@ class ModuleIndex:
     def _walk(self) -> None:
         parent = self.parent
         kinds = _KINDS
+        leaves = _LEAVES  # linked, not pushed: the other nodes are visited in the same order
         # the lists a node of each collected type goes to (by `_KINDS` number)
         buckets = (self.calls, self.assigns, self.aug_assigns, self.classes, self.for_loops, self.named_exprs)
         stack: List[ast.AST] = [self.tree]
@@ -162,11 +175,13 @@ class ModuleIndex:
                     for child in value:
                         if child is not None:
                             parent[id(child)] = node
-                            push(child)
+                            if type(child) not in leaves:
+                                push(child)
                 else:
                     parent[id(value)] = node
-                    push(value)
-        self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
+                    if type(value) not in leaves:
+                        push(value)
+        self.calls.sort(key=_POSITION)
 
     def _add_import(self, node: ast.AST) -> None:
         if type(node) is ast.Import:
