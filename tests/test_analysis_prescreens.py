@@ -1,0 +1,82 @@
+"""The analysis' pre-screens and memos answer what the slow path answers.
+
+Each cheap test the tracer or the resolver asks before the real work (is this name bound by
+any statement of the module? can this callee be an operator?) and each memo of an answer
+that cannot differ between two asks is compared here with the work it saves, on every
+fixture and on hand-written forms, and shown to fail when keyed too loosely."""
+import ast
+import glob
+import os
+import textwrap
+
+import pytest
+
+from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.values import ValueTracer
+from kvlint.source import decode
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "**", "*.py"), recursive=True))
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+FORMS = textwrap.dedent("""
+    a, (b, *c), d.e, f[0] = x
+    g: int
+    h: int = 1
+    for i, (j, k) in zip(u, v):
+        pass
+    async def co():
+        async for m in w:
+            pass
+        if (n := 3):
+            pass
+    class K:
+        o = 1
+        def meth(self):
+            self.p = q = 2
+            [r, s] = t
+            *z, y = 1, 2
+            return lambda: (l := 1)
+""")
+
+
+def _tracer(text, path="t.py"):
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        pytest.skip("not Python (a KV000 fixture)")
+    return ValueTracer(ModuleIndex(decode(path, text.encode()), tree)), tree
+
+
+def _fixture(path):
+    with open(path, encoding="utf-8") as fh:
+        return _tracer(fh.read(), path)
+
+
+def _check_bound_names_cover_every_table(tracer, tree):
+    bound = tracer.bound_names()
+    words = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {"__never__"}
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, SCOPES)]:
+        table = tracer.assignments(scope)
+        assert set(table) <= bound, (scope, set(table) - bound)
+        for name in words:
+            assert tracer.assigned(scope, name) == table.get(name, [])
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_bound_names_cover_every_assignment_table(path):
+    _check_bound_names_cover_every_table(*_fixture(path))
+
+
+def test_bound_names_of_every_binding_form():
+    tracer, tree = _tracer(FORMS)
+    assert tracer.bound_names() == frozenset("a b c g h i j k m n o q r s z y l".split())
+    _check_bound_names_cover_every_table(tracer, tree)
+
+
+def test_assigned_skips_the_table_only_for_names_bound_nowhere():
+    tracer, tree = _tracer("def f(x):\n    y = x\n    return g(y)\n")
+    func = tree.body[0]
+    assert tracer.assigned(func, "g") == [] and id(func) not in tracer._assign_tables
+    assert [ast.unparse(v) for _, v in tracer.assigned(func, "y")] == ["x"]
+    assert id(func) in tracer._assign_tables
