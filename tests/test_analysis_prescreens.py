@@ -80,3 +80,24 @@ def test_assigned_skips_the_table_only_for_names_bound_nowhere():
     assert tracer.assigned(func, "g") == [] and id(func) not in tracer._assign_tables
     assert [ast.unparse(v) for _, v in tracer.assigned(func, "y")] == ["x"]
     assert id(func) in tracer._assign_tables
+
+
+@pytest.mark.parametrize("first", ["view", "origin"])
+def test_a_local_view_shares_the_module_tables_whoever_asks_first(first):
+    """local_view() computes nothing: the module-wide tables are its tracer's, built when
+    one of the two first needs them, and equal to a fresh tracer's."""
+    text = FORMS + "K.w = 1\nK.o, v = 2, 3\n"
+    tracer, tree = _tracer(text)
+    view = tracer.local_view()
+    assert view._grouped is None and tracer._grouped is None and tracer._class_attr_writes is None
+    a, b = (view, tracer) if first == "view" else (tracer, view)
+    for method in ("bound_names", "_statements", "definitions", "class_attribute_writes"):
+        assert getattr(a, method)() is getattr(b, method)()
+    fresh = ValueTracer(ModuleIndex(decode("t.py", text.encode()), tree))  # same tree, own tables
+
+    def dumped(t):
+        return {k: [(id(stmt), ast.dump(v)) for stmt, v in items] for k, items in t.class_attribute_writes().items()}
+
+    assert view.bound_names() == fresh.bound_names() and view.definitions() == fresh.definitions()
+    assert dumped(view) == dumped(fresh) and set(dumped(view)) == {("K", "w"), ("K", "o")}
+    assert view._statements() == fresh._statements()

@@ -104,6 +104,9 @@ class ValueTracer:
         self._class_attr_writes: Optional[Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]] = None
         self._defs: Optional[Dict[str, ast.AST]] = None
         self._bound: Optional[frozenset] = None
+        # a local_view's tracer: the module-wide tables below are that tracer's (asked of it
+        # when first needed, so that whichever of the two asks first, both share one)
+        self._origin: Optional["ValueTracer"] = None
         self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
         self._synthetic_ids: set = set()
         self._opaque_memo: Dict[int, bool] = {}
@@ -124,10 +127,7 @@ class ValueTracer:
         view = ValueTracer(self.index)
         for name in ("_assign_tables", "_self_tables", "_synthetic", "_synthetic_ids", "_getattr_nodes"):
             setattr(view, name, getattr(self, name))
-        view._bound = self.bound_names()
-        view._grouped = self._statements()
-        view._defs = self.definitions()
-        view._class_attr_writes = self.class_attribute_writes()
+        view._origin = self  # bound_names, _statements, definitions, class_attribute_writes
         return view
 
     # -- synthetic nodes ------------------------------------------------------------------
@@ -231,6 +231,8 @@ class ValueTracer:
         has among its targets, tuples and stars unpacked: a superset of the names of every
         `assignments()` table, so a name outside it is bound by none of them (asked before a
         function's table is built for one name; most functions' tables are never needed)."""
+        if self._bound is None and self._origin is not None:
+            self._bound = self._origin.bound_names()
         if self._bound is None:
             names = set()
             add = names.add
@@ -283,6 +285,8 @@ class ValueTracer:
         """Binding statements the ModuleIndex collected, grouped by their scope (function,
         class body or module) and by their innermost class: one pass, no re-walk (the hot
         path)."""
+        if self._grouped is None and self._origin is not None:
+            self._grouped = self._origin._statements()
         if self._grouped is None:
             index = self.index
             parent = index.parent
@@ -311,6 +315,8 @@ class ValueTracer:
 
     def class_attribute_writes(self) -> Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]:
         """(class name, attr) -> [(statement, value)] for `Cls.attr = v` in the module."""
+        if self._class_attr_writes is None and self._origin is not None:
+            self._class_attr_writes = self._origin.class_attribute_writes()
         if self._class_attr_writes is None:
             writes: Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]] = {}
             classes = {c.name for c in self.index.classes}
@@ -328,6 +334,8 @@ class ValueTracer:
 
     def definitions(self) -> Dict[str, ast.AST]:
         """Module-level functions and classes by name."""
+        if self._defs is None and self._origin is not None:
+            self._defs = self._origin.definitions()
         if self._defs is None:
             self._defs = {n.name: n for n in self.index.tree.body
                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
