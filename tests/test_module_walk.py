@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes, walk_in_order
+from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes, place, walk_in_order
+from kvlint.analysis.values import Each, Unknown
 from kvlint.source import SourceFile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,3 +126,29 @@ def test_index_orders_calls_at_one_position_as_the_walk_meets_them():
     index = ModuleIndex(SourceFile("m.py", text.encode(), text, "utf-8"), tree)
     assert [ast.unparse(c) for c in index.calls] == [ast.unparse(c) for c in _reference_index(tree)[1]]
     assert [ast.unparse(c) for c in index.calls][:2] == ["f(a)(b)", "f(a)"]
+
+
+def _new_nodes():
+    return [ast.Name(id="n", ctx=ast.Load()), ast.Subscript(value=ast.Name(id="x"), slice=ast.Constant(0)),
+            ast.Call(func=ast.Name(id="f"), args=[], keywords=[]), ast.keyword(arg="k", value=ast.Constant(1)),
+            ast.Expr(value=ast.Constant(1)), Each(value=ast.Name(id="xs")), Unknown(), ast.arguments()]
+
+
+def _likes(tree):
+    odd = ast.Name(id="o")
+    odd.lineno, odd.col_offset = 3, None  # a column of None: copy_location skips it
+    half = ast.Constant(1)
+    half.lineno, half.col_offset = 2, 4  # no end positions of its own
+    return [n for n in ast.walk(tree) if not isinstance(n, SINGLETONS)] + [odd, half, ast.Name(id="bare"), Unknown()]
+
+
+@pytest.mark.parametrize("path", FILES[:40], ids=lambda p: os.path.relpath(p, HERE))
+def test_place_copies_what_copy_location_copies(path):
+    _, tree = _index(path)
+    for like in _likes(tree):
+        for fast, slow in zip(_new_nodes(), _new_nodes()):
+            assert place(fast, like) is fast
+            ast.copy_location(slow, like)
+            assert fast.__dict__.keys() == slow.__dict__.keys()
+            assert {k: v for k, v in fast.__dict__.items() if not isinstance(v, ast.AST)} == \
+                {k: v for k, v in slow.__dict__.items() if not isinstance(v, ast.AST)}

@@ -114,6 +114,23 @@ def _walk_nodes(pending: "deque[ast.AST]", take, skip: Tuple[type, ...]) -> Iter
         yield n
 
 
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def place(node: ast.AST, like: ast.AST) -> ast.AST:
+    """`ast.copy_location(node, like)`: the fast way when both are nodes with the four
+    positions and `like` has a line and a column (every parsed expression, statement and
+    keyword; the synthetic nodes the analysis places on them), else copy_location itself."""
+    if node._attributes == _POSITIONS and like._attributes == _POSITIONS:
+        d = like.__dict__
+        lineno, col = d.get("lineno"), d.get("col_offset")
+        if lineno is not None and col is not None and "end_lineno" in d and "end_col_offset" in d:
+            node.lineno, node.col_offset = lineno, col
+            node.end_lineno, node.end_col_offset = d["end_lineno"], d["end_col_offset"]
+            return node
+    return ast.copy_location(node, like)
+
+
 def dotted_name(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
-from kvlint.analysis.module import FunctionNode, dotted_name
+from kvlint.analysis.module import FunctionNode, dotted_name, place
 from kvlint.analysis.resolve import OperatorCall, OperatorResolver
 from kvlint.analysis.values import Unknown, ValueTracer
 
@@ -277,7 +277,7 @@ class AdapterResolver:
 
         def unknown(like: ast.AST) -> ast.expr:
             node = Unknown()
-            ast.copy_location(node, like)
+            place(node, like)
             self.index.parent[id(node)] = site
             self._synthetic.append(node)
             return node
@@ -326,14 +326,14 @@ class AdapterResolver:
         if not complete:
             keywords.append(self._keyword(None, unknown(site), site))
         call = ast.Call(func=site.func, args=args, keywords=keywords)
-        ast.copy_location(call, site)
+        place(call, site)
         parent = self.index.parent_of(site)
         parent = parent if parent is not None else self.index.tree
         if not s.returns_result:
             # the site's result is not the operator's: rules about the operator's outputs
             # (arity, lse, extra outputs) see an unused result
             stmt = ast.Expr(value=call)
-            ast.copy_location(stmt, site)
+            place(stmt, site)
             self.index.parent[id(stmt)] = parent
             self._synthetic.append(stmt)
             parent = stmt
@@ -345,6 +345,6 @@ class AdapterResolver:
 
     def _keyword(self, name: Optional[str], value: ast.expr, like: ast.AST) -> ast.keyword:
         kw = ast.keyword(arg=name, value=value)
-        ast.copy_location(kw, like)
+        place(kw, like)
         self._synthetic.append(kw)
         return kw

@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, place, walk_in_order
 
 UNKNOWN = object()
 MAX_DEPTH = 6
@@ -134,10 +134,10 @@ class ValueTracer:
     def _make(self, node: ast.expr, like: ast.AST, parent: ast.AST) -> ast.expr:
         """Register a synthetic node under `parent`, placed at `like` (its one new child, a
         subscript's index constant, too; its other children are real nodes)."""
-        ast.copy_location(node, like)
+        place(node, like)
         self.index.parent[id(node)] = parent
         if isinstance(node, ast.Subscript):
-            ast.copy_location(node.slice, like)
+            place(node.slice, like)
             self.index.parent[id(node.slice)] = node
         self._synthetic.append(node)
         self._synthetic_ids.add(id(node))
