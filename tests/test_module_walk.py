@@ -152,3 +152,14 @@ def test_place_copies_what_copy_location_copies(path):
             assert fast.__dict__.keys() == slow.__dict__.keys()
             assert {k: v for k, v in fast.__dict__.items() if not isinstance(v, ast.AST)} == \
                 {k: v for k, v in slow.__dict__.items() if not isinstance(v, ast.AST)}
+
+
+def test_index_of_a_hand_built_tree_missing_fields():
+    """A node built without some of its fields (no `args`, no `keywords`) is indexed as if
+    they were empty."""
+    name = ast.Name(id="f", ctx=ast.Load())
+    call = ast.Call(func=name)
+    call.lineno, call.col_offset = 1, 0
+    tree = ast.Module(body=[ast.Expr(value=call)], type_ignores=[])
+    index = ModuleIndex(SourceFile("m.py", b"f()\n", "f()\n", "utf-8"), tree)
+    assert index.calls == [call] and index.parent_of(name) is call and index.parent_of(call) is tree.body[0]

@@ -184,8 +184,12 @@ class ModuleIndex:
                     buckets[kind].append(node)
                 else:
                     self._add_import(node)
+            fields_of = node.__dict__  # a parsed node holds its fields there: no attribute look-up
             for name in fields:
-                value = getattr(node, name)
+                try:
+                    value = fields_of[name]
+                except KeyError:  # a field a hand-built node lacks
+                    value = getattr(node, name, None)
                 if value is None:
                     continue
                 if type(value) is list:
