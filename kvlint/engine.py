@@ -15,7 +15,7 @@ from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.project import Project
 from kvlint.catalog import Catalog, load_catalog
 from kvlint.checks import FileContext, Rule, all_rules
-from kvlint.checks.base import NoCase
+from kvlint.checks.base import NoCase, is_test_path
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
 from kvlint.source import ReadFailure, SourceFile, decode, file_stat, read_file
@@ -49,23 +49,33 @@ class Checker:
         # the groups in the order cheapest to decide (all of any of pure tests: the order never
         # changes the answer): groups of plain words first, and in a group its plain words
         # before its regexes
-        self._required = {r.code: sorted((tuple(sorted(expand(group), key=_is_regex))
-                                          for group in r.required_words(settings)),
-                                         key=lambda g: any(map(_is_regex, g)))
-                          for r in self.rules}
+        def ordered(groups):
+            return sorted((tuple(sorted(expand(group), key=_is_regex)) for group in groups),
+                          key=lambda g: any(map(_is_regex, g)))
+
+        self._required = {r.code: ordered(r.required_words(settings)) for r in self.rules}
+        in_tests = {r.code: r.required_words_in_tests(settings) for r in self.rules}
+        required_in_tests = {c: self._required[c] if g is None else ordered(g) for c, g in in_tests.items()}
         self._parents = _literal_parents(list(canon.values()))
         # rules with the same words and groups (the FA rules share the operator names) are
-        # decided once per file: (words, groups, the rules' positions in self.rules)
-        conditions: Dict[tuple, Tuple[tuple, list, List[int]]] = {}
-        for n, r in enumerate(self.rules):
-            words, groups = self._rule_words[r.code], self._required[r.code]
-            key = (tuple(map(id, words)), tuple(tuple(map(id, g)) for g in groups))
-            conditions.setdefault(key, (words, groups, []))[2].append(n)
-        self._conditions = list(conditions.values())
+        # decided once per file: (words, groups, the rules' positions in self.rules); test
+        # files (TEST_DOUBLES) have their own list where a rule narrows its groups there
+        self._conditions = self._grouped(self._required)
+        self._conditions_in_tests = self._conditions
+        if any(g is not None for g in in_tests.values()):
+            self._conditions_in_tests = self._grouped(required_in_tests)
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
+
+    def _grouped(self, required) -> List[Tuple[tuple, list, List[int]]]:
+        conditions: Dict[tuple, Tuple[tuple, list, List[int]]] = {}
+        for n, r in enumerate(self.rules):
+            words, groups = self._rule_words[r.code], required[r.code]
+            key = (tuple(map(id, words)), tuple(tuple(map(id, g)) for g in groups))
+            conditions.setdefault(key, (words, groups, []))[2].append(n)
+        return list(conditions.values())
 
     def _default_on(self, code: str) -> bool:
         info = self.catalog.rules.get(code)
@@ -91,7 +101,7 @@ class Checker:
         if prefilter:
             if not self.rules or (self.prefilter is not None and not self.prefilter.search(data)):
                 return FileResult(path)
-            rules = self.rules_for(data)
+            rules = self.rules_for(data, path)
             if not rules:
                 return FileResult(path)  # words seen, but no rule's `required_words` are all there
         else:
@@ -105,10 +115,10 @@ class Checker:
             return self._failure(path, source.reason)
         return self.check_source(source, rules, stat)
 
-    def rules_for(self, data: bytes) -> List[Rule]:
+    def rules_for(self, data: bytes, path: Optional[str] = None) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
-        runs) and each of whose `required_words` groups has a word in `data`: the per-rule
-        level of the pre-filter."""
+        runs) and each of whose `required_words` groups (`required_words_in_tests` where
+        `path` is a test file) has a word in `data`: the per-rule level of the pre-filter."""
         searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
         parents = self._parents
         lower: List[bytes] = []
@@ -135,7 +145,8 @@ class Checker:
             return hit
 
         wanted = []
-        for words, groups, positions in self._conditions:
+        conditions = self._conditions_in_tests if path is not None and is_test_path(path) else self._conditions
+        for words, groups, positions in conditions:
             if words and not any(map(holds, words)):
                 continue
             if all(any(map(holds, group)) for group in groups):
@@ -172,7 +183,7 @@ class Checker:
         findings: List[Finding] = []
         self.project.begin(ctx.values)
         try:
-            for rule in self.rules_for(source.data) if rules is None else rules:
+            for rule in self.rules_for(source.data, source.path) if rules is None else rules:
                 try:
                     findings.extend(self._run_rule(rule, ctx))
                 except Exception as exc:  # a bug in one rule must not stop the run

@@ -152,7 +152,8 @@ def fix_source(checker, source: SourceFile, unsafe: bool = False,
     for _ in range(MAX_ROUNDS):
         findings = [f for f in outcome.result.findings if wanted(f, unsafe)]
         # safe fixes first: an unsafe fix is computed again on the text the safe ones left
-        fixes = [f.fix for f in findings if f.fix.safe] or [f.fix for f in findings]
+        every = [f.fix for f in findings if f.fix is not None]  # all of them: `wanted` holds a fix
+        fixes = [fx for fx in every if fx.safe] or every
         if not fixes:
             break
         new, applied = _apply_verified(text, fixes, outcome)

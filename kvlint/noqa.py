@@ -60,8 +60,10 @@ class NoqaIndex:
         codes = m.group("codes")
         if codes is None:
             self.by_line[line] = ALL
-        elif self.by_line.get(line, set()) is not ALL:
-            self.by_line.setdefault(line, set()).update(split_codes(codes))
+        else:
+            known = self.by_line.setdefault(line, set())
+            if known is not ALL:
+                known.update(split_codes(codes))
 
     def suppresses_file(self, finding: Finding) -> bool:
         return self.file_all or code_matches(finding.code, self.file_codes)

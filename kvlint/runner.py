@@ -11,6 +11,10 @@ in the order of the input paths whatever the scheduling.
   on. A worker that dies (e.g. the interpreter's C stack on absurd input) costs only its
   chunk's files, which are retried one by one in fresh workers; a file that kills a worker
   again gets a KV000 finding.
+- `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
+  configuration; each imports the rules and loads the catalog while this process walks the
+  folders, and the first parallel batch uses them (`stop_prestarted()` ends them if none
+  does).
 """
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ from kvlint.source import file_stat, read_file
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+
+    from kvlint.engine import Checker
 
 MIN_FILES_PER_WORKER = 8  # below this, starting workers costs more than it saves
 MAX_CHUNK = 16
@@ -63,15 +69,16 @@ def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
-        checker = _checker(settings)
-        checker.project.add_roots(roots)  # before the fork: workers inherit it
-        _freeze_setup()
-        outcomes = _check_parallel(pending, settings, workers, hashed) if workers > 1 else \
-            ((i, check_one(checker, path, hashed)) for i, path in pending)
-        for i, (result, st, hashed) in outcomes:
+        if workers > 1:
+            outcomes = _check_parallel(pending, settings, workers, hashed, tuple(roots))
+        else:
+            checker = _checker(settings, roots)
+            _freeze_setup()  # (again, for a second batch with the same checker)
+            outcomes = ((i, check_one(checker, path, hashed)) for i, path in pending)
+        for i, (result, st, content_hash) in outcomes:
             results[i] = result
             if cache is not None:
-                cache.put(paths[i], st, hashed, result)
+                cache.put(paths[i], st, content_hash, result)
     return results  # type: ignore[return-value]
 
 
@@ -111,6 +118,17 @@ def _worker_init() -> None:  # a spawned worker (no fork) starts with the defaul
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
+def _worker_warm() -> None:
+    """A prestarted worker: forked before the catalog and the rules were loaded, it loads them
+    now (the Checker for the run's settings is built on its first chunk, then frozen)."""
+    _worker_init()
+    from kvlint.catalog import load_catalog
+    from kvlint.checks import all_rules
+
+    load_catalog()
+    all_rules()
+
+
 # -- one file --------------------------------------------------------------------------------
 def check_one(checker, path: str, hashed: bool = True) -> Outcome:
     """Check one file; with `hashed`, also its stat and content hash (for the cache)."""
@@ -122,17 +140,23 @@ def check_one(checker, path: str, hashed: bool = True) -> Outcome:
 
 
 # -- workers -----------------------------------------------------------------------------------
-_CHECKERS: Dict[Settings, object] = {}
+_CHECKERS: Dict[object, "Checker"] = {}  # by _settings_key
 
 
-def _checker(settings: Settings):
-    """The Checker for these settings in this process, built once."""
+def _checker(settings: Settings, roots: Sequence[str] = ()) -> "Checker":
+    """The Checker for these settings in this process, built once (then the setup objects are
+    frozen for the collector: in a batch, see collector_tuned, or in a worker); `roots`:
+    import roots its project gains."""
     key = _settings_key(settings)
     checker = _CHECKERS.get(key)
     if checker is None:
         from kvlint.engine import Checker
 
         checker = _CHECKERS[key] = Checker(settings)
+        checker.project.add_roots(roots)
+        _freeze_setup()
+    elif roots:
+        checker.project.add_roots(roots)
     return checker
 
 
@@ -144,18 +168,44 @@ def _settings_key(settings: Settings):
         return repr(settings)
 
 
-def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool = True) -> List[Tuple[int, Outcome]]:
-    checker = _checker(settings)
+def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool = True,
+                 roots: Sequence[str] = ()) -> List[Tuple[int, Outcome]]:
+    checker = _checker(settings, roots)
     return [(i, check_one(checker, path, hashed)) for i, path in chunk]
 
 
-def _pool(workers: int) -> "ProcessPoolExecutor":
+def _pool(workers: int, initializer=_worker_init) -> "ProcessPoolExecutor":
     import multiprocessing  # here, not at the top: a run served from the cache never pools
     from concurrent.futures import ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer)
+
+
+_PRESTARTED: List["ProcessPoolExecutor"] = []  # at most one: started by prestart(), taken by a batch
+
+
+def prestart(jobs: Optional[int] = None) -> None:
+    """Start the workers of a coming parallel batch now (a cold scan's serial start: the
+    folders are walked while the workers load the rules). Does nothing with `jobs` 1 or where
+    no pool can be made; the first `_check_parallel` takes the pool, `stop_prestarted()` ends
+    it if none did."""
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    if jobs < 2 or _PRESTARTED:
+        return
+    try:
+        pool = _pool(jobs, initializer=_worker_warm)
+        pool.submit(int)  # a fork-context pool starts all its workers at its first task
+    except (OSError, ImportError, NotImplementedError, RuntimeError):
+        return
+    _PRESTARTED.append(pool)
+
+
+def stop_prestarted() -> None:
+    """End a prestarted pool no batch took (its workers exit once they have loaded the rules)."""
+    while _PRESTARTED:
+        _PRESTARTED.pop().shutdown(wait=True)
 
 
 def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, str]]]:
@@ -165,23 +215,26 @@ def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, 
 
 
 def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: int,
-                    hashed: bool = True) -> Iterable[Tuple[int, Outcome]]:
+                    hashed: bool = True, roots: Sequence[str] = ()) -> Iterable[Tuple[int, Outcome]]:
     """Yield (index, outcome) as chunks finish (the caller puts them in order). A dead worker
     breaks the whole pool, failing the chunks still queued: each of those is retried in a
     pool of its own, and the files of a chunk that breaks that one too, one by one."""
     from concurrent.futures.process import BrokenProcessPool
 
     retry: List[List[Tuple[int, str]]] = []
-    _checker(settings)  # built before the fork: forked workers inherit it instead of each loading the catalog
-    try:
-        pool = _pool(workers)
-    except (OSError, ImportError, NotImplementedError):  # no semaphores here (some sandboxes)
-        checker = _checker(settings)
-        for i, path in items:
-            yield i, check_one(checker, path, hashed)
-        return
+    pool = _PRESTARTED.pop() if _PRESTARTED else None
+    if pool is None:
+        _checker(settings, roots)  # built before the fork: forked workers inherit it instead of each loading the catalog
+        _freeze_setup()
+        try:
+            pool = _pool(workers)
+        except (OSError, ImportError, NotImplementedError):  # no semaphores here (some sandboxes)
+            checker = _checker(settings, roots)
+            for i, path in items:
+                yield i, check_one(checker, path, hashed)
+            return
     with pool:
-        futures = [(chunk, pool.submit(_check_chunk, settings, chunk, hashed)) for chunk in _chunks(items, workers)]
+        futures = [(chunk, pool.submit(_check_chunk, settings, chunk, hashed, roots)) for chunk in _chunks(items, workers)]
         for chunk, future in futures:
             try:
                 yield from future.result()
@@ -193,18 +246,18 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
     for chunk in retry:
         try:
             with _pool(1) as pool:
-                outcomes = pool.submit(_check_chunk, settings, chunk, hashed).result()
+                outcomes = pool.submit(_check_chunk, settings, chunk, hashed, roots).result()
         except BrokenProcessPool:
-            outcomes = [(i, _isolated(settings, path)) for i, path in chunk]
+            outcomes = [(i, _isolated(settings, path, roots)) for i, path in chunk]
         yield from outcomes
 
 
-def _isolated(settings: Settings, path: str) -> Outcome:
+def _isolated(settings: Settings, path: str, roots: Sequence[str] = ()) -> Outcome:
     from concurrent.futures.process import BrokenProcessPool
 
     try:
         with _pool(1) as pool:
-            return pool.submit(_check_chunk, settings, [(0, path)]).result()[0][1]
+            return pool.submit(_check_chunk, settings, [(0, path)], True, roots).result()[0][1]
     except BrokenProcessPool:
         checker = _checker(settings)
         return checker._failure(path, "the checker process crashed on this file"), None, None
@@ -214,4 +267,4 @@ def _internal_error(path: str, exc: BaseException) -> FileResult:
     return FileResult(path, errors=[f"{path}: internal error: {type(exc).__name__}: {exc}"])
 
 
-__all__ = ["check_files", "check_one", "default_jobs", "read_file"]  # read_file: kvlint.source
+__all__ = ["check_files", "check_one", "default_jobs", "prestart", "stop_prestarted", "read_file"]  # read_file: kvlint.source

@@ -73,6 +73,10 @@ def test_layer_class_statement(text, hit):
     ("for layer in self.layers:", True), ("for i, layer in enumerate(self.model.layers):", True),
     ("for blk in self.blocks[1:]:", True), ("for block in h:", True),
     ("h = x + 1", False), ("self.layers = nn.ModuleList()", False), ("for x in items:", False),
+    # a layer list subscripted, by attribute or as a plain name (a `for i in range(...)` body)
+    ("layer = self.layers[i]", True), ("layer = layers[i]", True), ("layers [i](x)", True),
+    ("self.blocks \\\n    [i]", True), ("h[i]", True),
+    ("mylayers[i]", False), ("layers_cfg[i]", False), ("layers = self.model.layers", False),
 ])
 def test_per_layer_loop_header(text, hit):
     from kvlint.analysis.context import layer_loop_pattern
@@ -129,7 +133,7 @@ def test_fast_prefilter_patterns_answer_as_the_plain_regexes():
                        rb"(?:\*\*|//|>>|<<|[-+*/%&|^@])?=(?!=)|\.\s*(?:" + methods + rb")\s*\()", re.IGNORECASE)
     loop_words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
     loop = re.compile(rb"for\b(?<![A-Za-z0-9_]for)(?>[^:]*?\bin\b)[^:]*?\b(?:" + loop_words
-                      + rb")\b|\.(?:" + loop_words + rb")\[")
+                      + rb")\b|\b(?:" + loop_words + rb")(?:\s|\\)*\[")
     table = re.compile(rb"(?<![A-Za-z0-9_])block_tables?(?:[\"']\s*\])?(?:\s|\\|\))*(?::[^=\n]*)?=(?!=)")
     mask = re.compile(rb"(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=|mask[\s\\]*\.[\s\\]*(?-i:"
                       + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
@@ -142,7 +146,7 @@ def test_fast_prefilter_patterns_answer_as_the_plain_regexes():
              (table.search, BLOCK_TABLE_WRITE.search), (mask.search, MUTATION_PATTERN.search),
              (INT_CAST_PATTERN.search, groups)]
     tokens = [b"kv_len", b"KV_Len", b"Seq_Lens", b"block_table", b"block_tables", b"xblock_table", b"_", b"for",
-              b" in ", b"layers", b".layers[", b":", b" ", b"\\\n", b"(", b")", b"[", b"]", b"=", b"+=", b"==",
+              b" in ", b"layers", b".layers[", b"xlayers", b"layers [", b":", b" ", b"\\\n", b"(", b")", b"[", b"]", b"=", b"+=", b"==",
               b".", b"add_", b"ADD_", b"fill_", b"mask", b"MASK", b"\"", b"'", b"a", b"*=", b"int8", b"byte",
               b"char", b".to"]
     rng = random.Random(7)
@@ -163,3 +167,25 @@ def test_kv403_plain_name_augmented_store(text, hit):
     from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_NAME_STORE
 
     assert (AUGMENTED_NAME_STORE.search(text.encode()) is not None) == hit
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("def forward(self, x):\n    x += 1\n", True),
+    ("def forward(self, hidden):\n    out = hidden\n    out += 1\n", False),  # a local
+    ("def f(a=')', x=2):\n    x *= 2\n", True),              # a string with a bracket in a default
+    ("def f(a, # x is not a parameter\n      b):\n    x += 1\n", False),
+    ("def f(a=(1, [2]), *, x: 'T' = {}):\n    x -= 1\n", True),
+    ("def f[T: (int, str)](x: T):\n    x += 1\n", True),     # type parameters (3.12)
+    ("async def f(\n    self,\n    x,\n):\n    x /= 2\n", True),
+    ("def función(x):\n    x += 1\n", True),                  # a non-ASCII function name
+    ("def \\\n    f(x):\n    x += 1\n", True),
+    ("def f(a=\"\"\"(\"\"\", x=1):\n    x += 1\n", True),      # unreadable signature: admitted
+    ("# the def keyword is (x)\nx += 1\n", False),            # prose, not a signature
+    ("def f(self):\n    pass\nx = 0\nx += 1\n", False),
+])
+def test_kv403_parameter_augmented_store(text, hit):
+    """KV403 reports an augmented store of a parameter of the enclosing function: its
+    pre-filter admits a file only if the stored name is in some `def` signature."""
+    from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_PARAMETER_STORE
+
+    assert (AUGMENTED_PARAMETER_STORE.search(text.encode()) is not None) == hit

@@ -4,11 +4,13 @@ reordered) give the answers of the plain definition: any word of a rule in the b
 for `rules_for`, a word of each of its `required_words` groups."""
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvlint.checks.base import NoCase, Rule
 from kvlint.engine import Checker, _NoCaseBytes, build_prefilter
+from kvlint.settings import Settings
 
 ALPHABET = b"npu_fsedkvlNPUK"
 CODES = ("KV101", "KV102", "KV103", "KV104", "KV105")  # on by default: the checker keeps them
@@ -66,3 +68,14 @@ def _as(word):
     if isinstance(word, NoCase):
         return _NoCaseBytes(word.lower().encode())
     return word.encode() if isinstance(word, str) else word
+
+
+@pytest.mark.parametrize("path, text, selected", [
+    ("runner.py", "block_table = torch.arange(8)\n", True),
+    ("tests/test_runner.py", "block_table = torch.arange(8)\n", False),  # check_module skips tests
+    ("test_x.py", "block_tables = torch.zeros(2, 4)\n", False),
+    ("tests/test_runner.py", "torch_npu.npu_fused_infer_attention_score(q, k, v, block_table=bt)\n", True),
+])
+def test_kv301_in_test_files_needs_a_paged_operator(path, text, selected):
+    checker = Checker(Settings(select=("KV301",)))
+    assert bool(checker.rules_for(text.encode(), path)) is selected

@@ -130,3 +130,87 @@ def test_a_host_freeze_is_left_as_the_host_made_it(tree):
         assert gc.get_freeze_count() > 0  # not unfrozen by the run
     finally:
         gc.unfreeze()
+
+
+def _no_new_pool(*args, **kwargs):
+    raise AssertionError("a new pool was started: the prestarted one was not used")
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_prestarted_pool_serves_the_batch(tree, monkeypatch):
+    monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
+    serial = runner.check_files(tree, Settings(), jobs=1)
+    runner.prestart(2)
+    try:
+        assert len(runner._PRESTARTED) == 1
+        monkeypatch.setattr(runner, "_pool", _no_new_pool)
+        parallel = runner.check_files(tree, Settings(), jobs=2)
+    finally:
+        runner.stop_prestarted()
+    assert runner._PRESTARTED == []  # taken by the batch
+    assert summary(parallel) == summary(serial)
+
+
+SRC_LAYOUT = {
+    "src/pkg/__init__.py": "",
+    "src/pkg/ops.py": "import torch_npu\nfia_op = torch_npu.npu_fused_infer_attention_score\n",
+    # found only through the root `src` given on the command line (KV103 through the alias)
+    "app/use.py": "# the npu_fused_infer_attention_score alias of pkg.ops\nfrom pkg.ops import fia_op\n\n\n"
+                  "def run(q, k, v):\n    return fia_op(q, k, v, num_heads=8)\n",
+}
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_prestarted_workers_get_the_import_roots(tmp_path, monkeypatch):
+    """Workers forked before the checker was built get the import roots with their chunks."""
+    for rel, text in SRC_LAYOUT.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    for i in range(8):
+        (tmp_path / "app" / f"clean{i}.py").write_text(CLEAN)
+    paths = sorted(str(p) for p in tmp_path.rglob("*.py"))
+    roots = [str(tmp_path / "app"), str(tmp_path / "src")]
+    monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
+    monkeypatch.setattr(runner, "_CHECKERS", {})  # not a checker of an earlier test, with other roots
+    runner.prestart(2)
+    try:
+        results = runner.check_files(paths, Settings(), jobs=2, roots=roots)
+    finally:
+        runner.stop_prestarted()
+    found = [(os.path.relpath(r.path, tmp_path), f.line, f.code) for r in results for f in r.findings]
+    assert found == [("app/use.py", 6, "KV103")]
+
+
+def test_an_unused_prestarted_pool_is_stopped(tmp_path):
+    runner.prestart(2)
+    pool = runner._PRESTARTED[0]
+    processes = list(pool._processes.values())
+    runner.stop_prestarted()
+    assert runner._PRESTARTED == [] and processes and not any(p.is_alive() for p in processes)
+
+
+def test_prestart_with_one_job_starts_nothing():
+    runner.prestart(1)
+    assert runner._PRESTARTED == []
+
+
+@pytest.mark.parametrize("argv, cache, expected", [
+    (["--no-cache", "{dir}"], None, True),          # a folder, caching off
+    (["{dir}"], "absent", True),                     # a folder, no cache folder yet
+    (["{dir}"], "present", False),                   # a cached re-check
+    (["--no-cache", "--jobs", "1", "{dir}"], None, False),
+    (["--no-cache", "{file}"], None, False),         # files only (a pre-commit hook's run)
+])
+def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
+    from kvlint.cli import build_parser
+    from kvlint.commands.check import _cold_folders
+
+    monkeypatch.delenv("KVLINT_NO_CACHE", raising=False)  # tests/conftest.py turns caching off
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(CLEAN)
+    cache_dir = tmp_path / "cache"
+    if cache == "present":
+        cache_dir.mkdir()
+    words = [w.format(dir=tmp_path / "pkg", file=tmp_path / "pkg" / "m.py") for w in argv]
+    args = build_parser().parse_args(["check", "--cache-dir", str(cache_dir), *words])
+    assert _cold_folders(args) is expected

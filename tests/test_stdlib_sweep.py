@@ -34,7 +34,7 @@ def stdlib_files():
 def every_rule_everywhere(monkeypatch):
     # class-level patches: the forked workers inherit them
     monkeypatch.setattr(engine, "build_prefilter", lambda rules: re.compile(b""))
-    monkeypatch.setattr(engine.Checker, "rules_for", lambda self, data: list(self.rules))
+    monkeypatch.setattr(engine.Checker, "rules_for", lambda self, data, path=None: list(self.rules))
 
 
 def summary(results):

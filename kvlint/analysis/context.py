@@ -112,18 +112,21 @@ def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
 def layer_loop_pattern(names: HeuristicNames) -> AnyOf:
     """For the byte pre-filter: a `for ... in ...<loop word>` header (PER_LAYER_LOOP reads the
     loop's iterable only; `h` is in every file, a loop over a name `h` is not), or a loop
-    word subscripted (`layer = self.layers[i]` in a `for i in range(...)` loop). A header may
-    span lines (parentheses, backslashes); its target and its iterable up to the loop word
-    hold no `:`."""
+    word subscripted, as an attribute or a plain name (`layer = self.layers[i]` or
+    `layers[i]` in a `for i in range(...)` loop; spaces and line continuations may come
+    before the `[`). A header may span lines (parentheses, backslashes); its target and its
+    iterable up to the loop word hold no `:`."""
     words = b"|".join(re.escape(w.encode()) for w in names.layer_loop_words)
-    # the same as `\bfor\b[^:]*?\bin\b[^:]*?\b(?:words)\b|...`, written to search fast: the
-    # boundary before `for` as a look-behind (a literal start), and the first `in` of the
-    # header taken once and for all (an atomic group: when no loop word follows the first
-    # `in` before the `:`, none follows a later one), where Python has atomic groups; the
-    # subscripted forms (`.layers[`) are substrings
+    # the same as `\bfor\b[^:]*?\bin\b[^:]*?\b(?:words)\b|\b(?:words)(?:\s|\\)*\[`, written
+    # to search fast: each boundary before a literal as a look-behind (a literal start), and
+    # the first `in` of the header taken once and for all (an atomic group: when no loop word
+    # follows the first `in` before the `:`, none follows a later one), where Python has
+    # atomic groups
     first_in = rb"(?>[^:]*?\bin\b)" if sys.version_info >= (3, 11) else rb"[^:]*?\bin\b"
     header = re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b")
-    return AnyOf(*(b"." + w.encode() + b"[" for w in names.layer_loop_words), header)
+    subscripts = (re.compile(w + rb"(?<![A-Za-z0-9_]" + w + rb")(?:\s|\\)*\[")
+                  for w in (re.escape(x.encode()) for x in names.layer_loop_words))
+    return AnyOf(*subscripts, header)
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:

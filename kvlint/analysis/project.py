@@ -89,10 +89,10 @@ class Project:
     def __init__(self, roots: Iterable[str] = (), project_root: str = ""):
         self.roots: List[str] = []
         self._search_roots: Dict[str, List[str]] = {}  # importer folder -> search_roots()
+        self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
-        self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
         # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
         self._bytes_info: Dict[str, Dict[str, Any]] = {}
         self._resolvers: Dict[int, object] = {}
@@ -116,6 +116,7 @@ class Project:
             if os.path.isdir(r) and r not in self.roots:
                 self.roots.append(r)
                 self._search_roots.clear()
+                self._paths.clear()  # a module not found before may be under the new root
 
     # -- one checked file -------------------------------------------------------------------
     def begin(self, tracer) -> None:

@@ -166,7 +166,8 @@ class Rule:
 
     `required_words(settings)` narrows that further: groups of words of which each must have
     one in the file (e.g. `(("+=", "-="), ("Attention", "Layer"))`: an augmented assignment
-    and a layer class name).
+    and a layer class name). `required_words_in_tests(settings)`, when not None, replaces it
+    for test files (TEST_DOUBLES, `is_test_path`), for a rule that reports less there.
 
     A word is a substring (matched as written), a `NoCase` substring (matched in any case,
     for names the rule lowercases), a compiled bytes regex, or in `required_words` an object
@@ -186,6 +187,9 @@ class Rule:
 
     def required_words(self, settings: Settings) -> Sequence[Sequence[Word]]:
         return ()
+
+    def required_words_in_tests(self, settings: Settings) -> Optional[Sequence[Sequence[Word]]]:
+        return None  # as in other files
 
     def check_call(self, oc: OperatorCall, ctx: FileContext) -> Iterable[Finding]:
         return ()

@@ -96,6 +96,9 @@ class BlockTableNotInt32(Rule):
         # necessary: a paged operator call (check_call) or a block_table assignment (check_module)
         return ((*PAGED_READERS, BLOCK_TABLE_WRITE),)
 
+    def required_words_in_tests(self, settings):
+        return (PAGED_READERS,)  # check_module skips test files (TEST_DOUBLES)
+
     def check_call(self, oc, ctx: FileContext):
         for value in ctx.args(oc.call).values("block_table"):
             for site in ctx.dtypes.construction_sites(value, oc.call):

@@ -2,7 +2,7 @@
 (docs: rules/codes/KV403.toml)."""
 import ast
 import re
-from typing import Optional
+from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from kvlint.analysis.context import layer_class_pattern
 from kvlint.checks import register
@@ -32,7 +32,7 @@ class AugmentedNameStore:
     rule reports; not an attribute's or a subscript's (`x.n += 1`, `shape[-1] //= 2`), nor
     `**=` / `//=`. Between the name and the operator: spaces, line continuations, closing
     parentheses. A name is what is not after a `.` and does not start with a digit; bytes
-    from 0x80 count as name characters (non-ASCII names)."""
+    from 0x80 count as name characters (non-ASCII names). `names(data)`: every such name."""
 
     pattern = b"<a plain name's +=, -=, *= or /=>"
     flags = 0
@@ -40,6 +40,14 @@ class AugmentedNameStore:
     _GAP = frozenset(b" \t\r\n\f\\)")
 
     def search(self, data: bytes) -> Optional[int]:
+        for at, _ in self._stores(data):
+            return at
+        return None
+
+    def names(self, data: bytes) -> Set[bytes]:
+        return {name for _, name in self._stores(data)}
+
+    def _stores(self, data: bytes) -> Iterator[Tuple[int, bytes]]:
         name, gap = self._NAME, self._GAP
         for op in AUGMENTED_OPERATORS:
             at = data.find(op)
@@ -51,12 +59,89 @@ class AugmentedNameStore:
                 while start >= 0 and data[start] in name:
                     start -= 1
                 if start < end and (start < 0 or data[start] != 0x2E) and not 0x30 <= data[start + 1] <= 0x39:
-                    return at
+                    yield at, data[start + 1:end + 1]
                 at = data.find(op, at + 2)
-        return None
 
 
 AUGMENTED_NAME_STORE = AugmentedNameStore()
+
+# `def` (a word), then the function's name (bytes from 0x80 are name characters)
+_DEF = re.compile(rb"def(?<![A-Za-z0-9_\x80-\xff]def)(?:\s|\\)+[A-Za-z0-9_\x80-\xff]+")
+_IDENTIFIER = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*")
+_SIGNATURE_STOP = re.compile(rb"[#\"'()\[\]{}]")  # what a signature's reading stops at
+
+
+class AugmentedParameterStore:
+    """A pre-filter word: an AugmentedNameStore whose name is among the identifiers of the
+    file's `def` signatures (the rule reports a parameter of the enclosing function only):
+    model files augment locals (`hidden += residual`, `i += 1`), and this skips them unparsed.
+    A signature is read to its closing parenthesis (brackets nested, one-line strings and
+    comments skipped); one it cannot read (a triple-quoted or unclosed string) counts as
+    holding every name."""
+
+    pattern = b"<a function parameter's +=, -=, *= or /=>"
+    flags = 0
+
+    def search(self, data: bytes) -> Optional[bytes]:
+        names = AUGMENTED_NAME_STORE.names(data)
+        if not names:
+            return None
+        params = signature_identifiers(data)
+        if params is None:
+            return next(iter(names))
+        return next(iter(names & params), None)
+
+
+def signature_identifiers(data: bytes) -> Optional[Set[bytes]]:
+    """The identifiers between every `def name` of `data` and the parenthesis closing its
+    parameters (type parameters `[T]` included: a superset of the parameters), or None where
+    a signature cannot be read. A `def` whose name is not followed by a bracket is prose."""
+    out: Set[bytes] = set()
+    size = len(data)
+    for m in _DEF.finditer(data):
+        i = start = m.end()
+        depth, params = 0, False
+        spans: List[Tuple[int, int]] = []
+        while True:
+            hit = _SIGNATURE_STOP.search(data, i)
+            if hit is None:
+                return None
+            j = hit.start()
+            if depth == 0 and data[i:j].strip(b" \t\r\n\f\\"):
+                spans = []
+                break  # words after the name: not a signature
+            c = data[j]
+            if c == 0x23:  # `#`: a comment to the end of the line
+                spans.append((start, j))
+                k = data.find(b"\n", j)
+                i = start = size if k < 0 else k
+                continue
+            if c == 0x22 or c == 0x27:  # a quote: a one-line string
+                spans.append((start, j))
+                if data[j:j + 3] in (b'"""', b"'''"):
+                    return None
+                k = j + 1
+                while k < size and data[k] != c and data[k] != 0x0A:
+                    k += 2 if data[k] == 0x5C else 1
+                if k >= size or data[k] != c:
+                    return None
+                i = start = k + 1
+                continue
+            i = j + 1
+            if c in b"([{":
+                depth += 1
+                params = params or (c == 0x28 and depth == 1)
+            else:
+                depth -= 1
+                if depth <= 0 and params:
+                    spans.append((start, j))
+                    break
+        for a, b in spans:
+            out.update(_IDENTIFIER.findall(data, a, b))
+    return out
+
+
+AUGMENTED_PARAMETER_STORE = AugmentedParameterStore()
 
 
 @register
@@ -66,9 +151,10 @@ class TensorParamAugmentedInLayer(Rule):
 
     def required_words(self, settings):
         # necessary conditions (the engine skips a file missing one group): a `+= -= *= /=`,
-        # a LAYER_CLASS name (see Context.layer_class) and one of those operators on a plain name
+        # a LAYER_CLASS name (see Context.layer_class) and one of those operators on a plain
+        # name that some function of the file takes as a parameter
         return (tuple(op.decode() for op in AUGMENTED_OPERATORS), (layer_class_pattern(settings.names),),
-                (AUGMENTED_NAME_STORE,))
+                (AUGMENTED_PARAMETER_STORE,))
 
     def check_module(self, ctx: FileContext):
         if not any(w.encode() in ctx.source.data for w in ASCEND_FILE_WORDS):
@@ -77,8 +163,9 @@ class TensorParamAugmentedInLayer(Rule):
             target = node.target
             if not isinstance(target, ast.Name) or ctx.context.is_kv_length_name(target.id):
                 continue  # kv_len and friends are KV401's
-            func = ctx.index.enclosing_function(node)
-            if func is None or func.name in ("__init__", "__post_init__") or ctx.context.layer_class(node) is None:
+            func = cast(Optional[ast.FunctionDef], ctx.index.enclosing_function(node))
+            layer = ctx.context.layer_class(node)
+            if func is None or func.name in ("__init__", "__post_init__") or layer is None:
                 continue
             if not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
                 continue
@@ -88,7 +175,7 @@ class TensorParamAugmentedInLayer(Rule):
             sym = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/="}[type(node.op)]
             yield ctx.finding(self.code, target,
                               f"`{target.id} {sym} ...` on the parameter `{target.id}` of "
-                              f"{ctx.context.layer_class(node).name}.{func.name} changes the caller's "
+                              f"{layer.name}.{func.name} changes the caller's "
                               f"tensor in place (a tensor `{sym}` does not rebind, unlike "
                               f"`{target.id} = {target.id} {sym[0]} ...`): the caller, and every "
                               f"later layer that shares it, sees the modified value")
@@ -123,7 +210,7 @@ class TensorParamAugmentedInLayer(Rule):
     @staticmethod
     def _rebound_before(name: str, node, func, ctx: FileContext) -> bool:
         """The parameter was reassigned before (`x = x.clone()`, `x = x + y`): now a local."""
-        return any(stmt.lineno < node.lineno for stmt, _ in ctx.values.assignments(func).get(name, []))
+        return any(cast(ast.stmt, stmt).lineno < node.lineno for stmt, _ in ctx.values.assignments(func).get(name, []))
 
 
 def _default_is_number(param: ast.arg, func) -> bool:

@@ -60,13 +60,31 @@ def _globs(text: str) -> List[str]:
     return [g.strip() for g in text.split(",") if g.strip()]
 
 
+def _cache_dir(args) -> "str | None":
+    """The cache folder of this run, or None when caching is off."""
+    from kvlint.cache import DEFAULT_DIR
+
+    if args is None or getattr(args, "no_cache", False) or os.environ.get("KVLINT_NO_CACHE"):
+        return None
+    return getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
+
+
+def _cold_folders(args) -> bool:
+    """Heuristic COLD_FOLDERS: a run given a folder, with no cache folder yet (or caching off),
+    will likely check enough files for a process pool: its workers are started before the
+    walk (kvlint.runner.prestart). A cached re-check (the folder exists) starts none early."""
+    if getattr(args, "jobs", None) == 1 or not any(os.path.isdir(p) for p in args.paths):
+        return False
+    directory = _cache_dir(args)
+    return directory is None or not os.path.isdir(directory)
+
+
 def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
-    from kvlint.cache import DEFAULT_DIR, open_cache
+    from kvlint.cache import open_cache
     from kvlint.runner import check_files  # scheduling, --jobs, cache
 
-    use_cache = args is not None and not getattr(args, "no_cache", False) and not os.environ.get("KVLINT_NO_CACHE")
-    directory = getattr(args, "cache_dir", None) or os.environ.get("KVLINT_CACHE_DIR") or DEFAULT_DIR
-    cache = open_cache(directory, settings) if use_cache else None
+    directory = _cache_dir(args)
+    cache = open_cache(directory, settings) if directory is not None else None
     results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache,
                           roots=getattr(args, "paths", None) or ())
     if cache is not None:
@@ -77,6 +95,15 @@ def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileRe
 
 
 def run(args) -> int:
+    from kvlint import runner
+
+    try:
+        return _run(args)
+    finally:
+        runner.stop_prestarted()
+
+
+def _run(args) -> int:
     select = getattr(args, "select", None)
     per_file = getattr(args, "per_file_ignores", None)
     extend_per_file = getattr(args, "extend_per_file_ignores", [])
@@ -100,6 +127,10 @@ def run(args) -> int:
         _write(show(resolver.settings_for(path), path), args)
         return EXIT_CLEAN
     respect_gitignore = getattr(args, "respect_gitignore", True)
+    if _cold_folders(args):
+        from kvlint.runner import prestart
+
+        prestart(getattr(args, "jobs", None))
     found = discover(args.paths, respect_gitignore)
     if found.missing:
         for m in found.missing:

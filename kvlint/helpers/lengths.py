@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Optional
+from typing import List, Optional
 
-from kvlint.analysis.context import HeuristicNames, LowercasePattern
+from kvlint.analysis.context import AnyOf, HeuristicNames, LowercasePattern
 
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.
 INPLACE_METHODS = frozenset({
@@ -16,13 +16,28 @@ INPLACE_METHODS = frozenset({
 })
 
 
+def _name_heads(names: HeuristicNames) -> List[bytes]:
+    """`\\b(?:NAMES)` for the KV_LENGTH_NAMES (lowercase, longest first), as one pattern per
+    first three bytes: the literal bytes, then a look-behind for the word boundary before them,
+    then the rest of the names (`seq(?<![a-z0-9_]seq)(?:_lens_list|_lens|_len|lens)`). sre
+    skips to a literal at memchr speed and tries an alternation of names at every byte: on
+    the cann-recipes-infer + vllm-ascend files, 3x faster. Together the patterns match where
+    the alternation does."""
+    heads: dict = {}
+    for name in sorted({n.lower() for n in names.kv_length_names}, key=lambda w: (-len(w), w)):
+        heads.setdefault(name[:3], []).append(name[3:])
+    out = []
+    for first, rests in sorted(heads.items()):
+        lit = re.escape(first.encode())
+        out.append(lit + rb"(?<![a-z0-9_]" + lit + rb")(?:" + b"|".join(re.escape(r.encode()) for r in rests) + rb")")
+    return out
+
+
 def _write_parts(names: HeuristicNames):
-    """The pieces of the KV_LENGTH_NAMES write patterns: the names (lowercase); the gap
+    """The pieces of the KV_LENGTH_NAMES write patterns after a name (`_name_heads`): the gap
     between a name and its store (spaces, line continuations, closing parentheses and
     subscripts, brackets nested up to three deep, across lines); the operators of an
     augmented store; an in-place method call."""
-    words = b"|".join(re.escape(w.lower().encode())
-                      for w in sorted({n.lower() for n in names.kv_length_names}, key=lambda w: (-len(w), w)))
     methods = b"|".join(re.escape(m.encode()) for m in sorted(INPLACE_METHODS))
     inner = rb"[^\[\]]*"
     for _ in range(2):
@@ -30,21 +45,23 @@ def _write_parts(names: HeuristicNames):
     gap = rb"(?:\s|\\|\)|\[" + inner + rb"\])*"
     ops = rb"(?:\*\*|//|>>|<<|[-+*/%&|^@])"
     call = rb"\.\s*(?:" + methods + rb")\s*\("
-    return words, gap, ops, call
+    return gap, ops, call
 
 
 @lru_cache(maxsize=8)
-def kv_length_write_pattern(names: HeuristicNames) -> LowercasePattern:
+def kv_length_write_pattern(names: HeuristicNames) -> AnyOf:
     """A KV_LENGTH_NAMES name being written (for the byte pre-filter of the rules that report
     only such writes): `kv_len += 1`, `m.Seq_Lens[i] = x`, `self.kv_len: T = x`,
     `kv_len.add_(1)`, `(kv_len) += 1`. Any case, as `is_kv_length_name` lowercases. Between
     the name and the store: spaces, line continuations, closing parentheses and subscripts
     (brackets nested up to three deep, across lines). Searched over the lowercased bytes
     (LowercasePattern): its only letters are the names' and the methods' (lowercase), the
-    rest (`\\s`, `\\b`, the punctuation classes) is the same in any case."""
-    words, gap, ops, call = _write_parts(names)
+    rest (`\\s`, `\\b`, the punctuation classes) is the same in any case. One pattern per
+    `_name_heads` head."""
+    gap, ops, call = _write_parts(names)
     store = rb"(?::[^=\n]*)?" + ops + rb"?=(?!=)"
-    return LowercasePattern(re.compile(rb"\b(?:" + words + rb")\b" + gap + rb"(?:" + store + rb"|" + call + rb")"))
+    return AnyOf(*(LowercasePattern(re.compile(head + rb"\b" + gap + rb"(?:" + store + rb"|" + call + rb")"))
+                   for head in _name_heads(names)))
 
 
 class KvLengthUpdate:
@@ -60,23 +77,25 @@ class KvLengthUpdate:
     flags = 0
 
     def __init__(self, names: HeuristicNames):
-        words, gap, ops, call = _write_parts(names)
-        self.regex = re.compile(rb"\b(?:" + words + rb")\b(?P<gap>" + gap + rb")(?:(?::[^=\n]*)?"
-                                rb"(?P<op>" + ops + rb")?=(?!=)|(?P<call>" + call + rb"))")
-        self.pattern = b"<update>" + self.regex.pattern
+        gap, ops, call = _write_parts(names)
+        self.regexes = [re.compile(head + rb"\b(?P<gap>" + gap + rb")(?:(?::[^=\n]*)?"
+                                   rb"(?P<op>" + ops + rb")?=(?!=)|(?P<call>" + call + rb"))")
+                        for head in _name_heads(names)]  # one per head: see _name_heads
+        self.pattern = b"<update>" + b"|".join(r.pattern for r in self.regexes)
 
     def search(self, data: bytes) -> "Optional[re.Match[bytes]]":
         low = data.lower()
-        found = self.regex.search(low)
-        while found is not None:
-            if found.group("call") or found.group("op") or b"[" in found.group("gap"):
-                return found
-            before = found.start() - 1
-            while before >= 0 and low[before] in b" \t\r\n\f\\":
-                before -= 1
-            if before >= 0 and low[before] == 0x2E:  # `.`: an attribute
-                return found
-            found = self.regex.search(low, found.start() + 1)
+        for regex in self.regexes:
+            found = regex.search(low)
+            while found is not None:
+                if found.group("call") or found.group("op") or b"[" in found.group("gap"):
+                    return found
+                before = found.start() - 1
+                while before >= 0 and low[before] in b" \t\r\n\f\\":
+                    before -= 1
+                if before >= 0 and low[before] == 0x2E:  # `.`: an attribute
+                    return found
+                found = regex.search(low, found.start() + 1)
         return None
 
 

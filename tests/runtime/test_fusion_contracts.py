@@ -2,7 +2,8 @@
 kvlint/runtime/families/fusion/contracts.py against the operator source (rules/facts/fusion.toml
 cites each check). Every call the operator accepts passes under patch(); every loud reject
 raises with its code. Cases named `utest:<name>` replay the operator team's unit tests
-(attention/flash_attention_score/tests/utest/ts_fa/ts_fa_tc_pse.cpp).
+(attention/flash_attention_score/tests/utest/ts_fa/ts_fa_tc_pse.cpp; their length lists are
+per-request, accumulated by tests/comm/src/fa_param.cpp l.117-119: the ends here are the sums).
 
 Tensors are on the meta device (shapes and dtypes only); the stand-in operator may then fail,
 which the cases ignore. Cases marked `fa:` are calls the operator accepts that the FA-family
@@ -98,7 +99,7 @@ ACCEPTED = {
     "_v2 pse_type 0 with a pse": v2(m(2, 8, 8, 64), m(2, 8, 8, 64), m(2, 8, 8, 64), 8, "BNSD",
                                     pse=m(2, 8, 8, 8), pse_type=0),
     "utest:Fa_Pse_Tc_000 (TND, sparse_mode 8, pse_type 2 slopes (B, N1))": tnd(
-        op="npu_fusion_attention_v2", q_ends=(4, 8, 16), kv_ends=(4, 8, 16), n=1, n2=1, d=32,
+        op="npu_fusion_attention_v2", q_ends=(4, 12, 28), kv_ends=(4, 12, 28), n=1, n2=1, d=32,
         pse=m(3, 1, dtype=F32), pse_type=2, atten_mask=compressed(), sparse_mode=8, pre_tokens=65535,
         next_tokens=0),
     "_v2 TND sparse_mode 7, pre covers the last request": tnd(
@@ -225,7 +226,7 @@ REJECTED = {
         v2(m(2, 8, 4, 64), m(2, 8, 8, 64), m(2, 8, 8, 64), 8, "BNSD", pse=m(2, 8, dtype=F32), pse_type=2), "KV116",
         "S1 == S2"),
     "utest:Fa_Pse_Tc_002 (TND, sparse_mode 7, pse_type 2 slopes)": (
-        tnd(op="npu_fusion_attention_v2", q_ends=(1, 16, 32), kv_ends=(1, 16, 32), n=1, n2=1, d=24,
+        tnd(op="npu_fusion_attention_v2", q_ends=(1, 17, 49), kv_ends=(1, 17, 49), n=1, n2=1, d=24,
             pse=m(3, 1, dtype=F32), pse_type=2, atten_mask=compressed(), sparse_mode=7, pre_tokens=65535,
             next_tokens=0), "KV116", "sparse_mode=7"),
     "alibi (1024, S2) pse with S1 2048 != S2 4096": (

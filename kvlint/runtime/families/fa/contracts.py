@@ -387,9 +387,14 @@ def scale(call: Call) -> None:
     view = call.view
     if view is None or view.scale is None:
         return
-    if float(view.scale) == 1.0 and (view.head_dim or 0) > 1:
-        name = view.roles.scale
-        call.fail("KV103", name, f"1/sqrt(head_dim) = {view.head_dim ** -0.5:.4g}",
+    warn_unscaled(call, view.roles.scale, view.scale, view.head_dim)
+
+
+def warn_unscaled(call: Call, name: str, value, head_dim: Optional[int]) -> None:
+    """KV103 (warning): the softmax scale `name` is 1.0 (the schema default) with a head dim > 1.
+    Also the fusion contracts' check for npu_fusion_attention_v2 / _v3."""
+    if float(value) == 1.0 and (head_dim or 0) > 1:
+        call.fail("KV103", name, f"1/sqrt(head_dim) = {head_dim ** -0.5:.4g}",
                   "1.0" + ("" if call.passed(name) else " (the default)"),
                   "scores are not scaled: softmax is far too sharp", severity="warning")
 
@@ -808,8 +813,8 @@ def lengths(call: Call) -> None:
         if call.name not in FUSION_OPS:  # npu_fusion_attention's TND lists: fusion_values
             _tnd_lengths(call, view, q_arg, kv_arg)
         return
-    if view.paged:
-        return  # per-batch paged lengths: paged.py
+    if view.paged or call.name in FUSION_OPS:
+        return  # per-batch paged lengths: paged.py; npu_fusion_attention outside TND: fusion_shapes
     batch = view.batch
     for arg, is_q in ((q_arg, True), (kv_arg, False)):
         values = call.int_list(call.get(arg))

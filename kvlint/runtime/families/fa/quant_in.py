@@ -229,6 +229,61 @@ def pfa_route(call: Call, view) -> bool:
     return view.query_rope is None and view.k.dim() != 5 and not view.tnd and (view.q_seq or 0) > 1
 
 
+TND_PREFILL = CONTRACTS["tnd_prefill"]
+_TND = TND_PREFILL["layout"]
+_TND_ANTIQUANT_DTYPE = getattr(torch, TND_PREFILL["ifa_antiquant_param_dtype"])
+
+
+def pfa_tnd_route(call: Call, view) -> bool:
+    """Is this a TND call ("TND" exactly) tiled by the PFA tiling ([fa_contracts.tnd_prefill])?
+    npu_prompt_flash_attention always; FIA unless IsUsingIFA takes it (D 512, or a paged int8 cache
+    with a float query and float32 antiquant_scale and antiquant_offset)."""
+    if view.layout != _TND:
+        return False
+    if call.name == "npu_prompt_flash_attention":
+        return True
+    if view.head_dim == TND_PREFILL["ifa_head_dim"]:
+        return False
+    if view.paged and view.k.dtype == torch.int8 and view.q.dtype != torch.int8:
+        get = call.args.get
+        scale, offset = _tensor(get("antiquant_scale")), _tensor(get("antiquant_offset"))
+        if scale is not None and offset is not None and scale.dtype == offset.dtype == _TND_ANTIQUANT_DTYPE:
+            return False  # IFA's TND MTP antiquant
+    return True
+
+
+_OUT_SCALE = {name: pair[0] for name, pair in CONTRACTS["post_quant"]["keywords"].items()}
+_OUT_DTYPE = CONTRACTS["post_quant"]["out_dtype_keyword"]
+
+
+def tnd_io_reject(call: Call, view) -> Optional[tuple]:
+    """(argument, expected, given, why) for a TND call on the PFA tiling that its input/output
+    dtype checks reject ([fa_contracts.tnd_prefill]: FIA's D alignment with int8, then PFA
+    CheckIOType), else None."""
+    if view.cache_broken or not pfa_tnd_route(call, view) or sets_dtype_override(call):
+        return None
+    q, k, v = view.q.dtype, view.k.dtype, view.v.dtype
+    get = call.args.get
+    scale_arg = _OUT_SCALE.get(call.name)
+    int8_out = scale_arg is not None and _tensor(get(scale_arg)) is not None and get(_OUT_DTYPE) is None
+    int8 = torch.int8
+    d, multiple = view.head_dim, TND_PREFILL["int8_d_multiple"]
+    if call.name != "npu_prompt_flash_attention" and (int8 in (q, k) or int8_out) and d and d % multiple:
+        return ("query", f"a head dim that is a multiple of {multiple} when int8 is involved (TND prefill)",
+                f"D = {d}", "FIA TilingProcess4PFA: D should be 32 elements aligned when int8 is involved")
+    if q == k == v == int8:
+        return ("query", "a float16 / bfloat16 query, key and value with input_layout 'TND' (no full int8 "
+                "quantization in TND prefill)", "int8 query, key and value",
+                "PFA CheckIOType: When Layout is TND, not support QKV dataType is all int8")
+    if int8_out:
+        return (scale_arg, "None with input_layout 'TND' (no int8 output in TND prefill)", "a tensor (int8 output)",
+                "PFA CheckIOType: When Layout is TND, not support attention out dataType is int8")
+    if q != int8 and k == v == int8:
+        return ("key", f"{dtype_name(q)} like the query with input_layout 'TND' (no KV antiquant in TND prefill)",
+                "an int8 key and value", "PFA CheckIOType: When Layout is TND, not support KV Antiquant")
+    return None
+
+
 @contract(*PREFILL["fia_operators"], pure=True)
 def fia_route_quant(call: Call) -> None:
     """What each FIA tiling route refuses of the query-side quantization: on the IFA tiling (decode)
@@ -247,7 +302,7 @@ def fia_route_quant(call: Call) -> None:
                       "the operator rejects the call (IFA ProcessQuant: when the dtype of query is not int8, the "
                       "query's dequant scale should be null)")
         return
-    if not pfa_route(call, view):
+    if not (pfa_route(call, view) or pfa_tnd_route(call, view)):
         return
     mode = get("antiquant_mode")
     if mode:
@@ -276,8 +331,8 @@ def prefill_bmm_factors(call: Call) -> None:
     none of them with an fp16 query and an int8 output (l.4779-4789); PFA: no quant_offset2 with
     an int8 query and an fp16 output (l.4104-4107)."""
     view = call.view
-    if view is None or view.cache_broken or not pfa_route(call, view):
-        return
+    if view is None or view.cache_broken or not pfa_route(call, view) or tnd_io_reject(call, view):
+        return  # (a TND call CheckIOType rejects: tnd_prefill_io reports it)
     if view.q.numel() == 0 or view.k.numel() == 0 or view.v.numel() == 0:
         return  # the empty-tensor path returns first (l.4173-4206)
     get = call.args.get
@@ -422,3 +477,180 @@ def mla_full_quant(call: Call) -> None:
             call.fail("KV518", arg, f"{FULL['rope_dtype']} with an int8 query", dtype_name(t.dtype),
                       why + "ProcessQuant: query_rope and key rope dtype should be bf16)")
             return
+    _mla_misc(call)
+
+
+MISC = CONTRACTS["mla_quant_misc"]
+_MISC = {name: tuple((kind, arg) for kind in ("nonempty", "absent", "flags", "shared_prefix")
+                     for arg in _quant_names(name, MISC[kind])) for name in MLA_QUANT["operators"]}
+_MISC_WHY = {"nonempty": "CheckSupportKVLeftPadding: kvPadding is not supported in MLA",
+             "absent": "CheckDefaultMisc: PseShift is not supported in MLA",
+             "flags": "CheckDefaultMisc: SoftmaxLse output is not supported in MLA",
+             "shared_prefix": "SharedPrefixCheckBasic: shared prefix with page attention is not supported"}
+
+
+def _mla_misc(call: Call) -> None:
+    """What quantized MLA on the IFA tiling refuses besides its quantization
+    ([fa_contracts.mla_quant_misc]): a non-empty kv_padding_size, a pse_shift, the softmax LSE
+    output, a shared prefix (MLA there is always paged)."""
+    get = call.args.get
+    for kind, arg in _MISC[call.name]:
+        value = get(arg)
+        if kind == "flags":
+            if value:
+                call.fail("KV518", arg, "False in quantized MLA (no softmax LSE output)", repr(value),
+                          "the operator rejects the call (IFA " + _MISC_WHY[kind] + ")")
+                return
+        elif isinstance(value, _Tensor) and (kind != "nonempty" or value.numel() > 0):
+            call.fail("KV518", arg, "None in quantized MLA (query_rope / key_rope with an int8 query and cache)",
+                      f"a tensor {shape_of(value)}", "the operator rejects the call (IFA " + _MISC_WHY[kind] + ")")
+            return
+
+
+# ------------------------------------------------------------------------------ GQA with an NZ cache
+GQA_NZ = CONTRACTS["gqa_kv_nz"]
+_GQA_ABSENT = {name: _quant_names(name, GQA_NZ["absent"]) for name in GQA_NZ["operators"]}
+_GQA_QUERY = getattr(torch, GQA_NZ["query_dtype"])
+_GQA_SCALE_DTYPES = tuple(getattr(torch, name) for name in GQA_NZ["scale_dtypes"])
+_GQA_HEADS = frozenset(tuple(pair) for pair in GQA_NZ["heads"])
+_GQA_MODES = frozenset(tuple(pair) for pair in GQA_NZ["mode_pairs"])
+_GQA_MASK = tuple(GQA_NZ["mtp_mask_shape"])
+
+
+def gqa_nz_route(call: Call, view) -> bool:
+    """Is this a GQA call with a 5-D NZ paged cache (no query_rope / key_rope) that the IFA tiling's
+    GQA KV NZ path takes ([fa_contracts.gqa_kv_nz]): npu_incre_flash_attention, or FIA with Q_S 1-16
+    in an IFA layout, not its ATB branch?"""
+    if not view.paged or view.k.dim() != 5 or view.query_rope is not None or view.key_rope is not None:
+        return False
+    if call.name == "npu_incre_flash_attention":
+        return True
+    if view.layout not in _IFA_LAYOUTS or not 1 <= (view.q_seq or 0) <= GQA_NZ["max_query"]:
+        return False
+    if view.k.dtype == torch.int8 and call.get(view.roles.inner_precise) == ATB_PRECISE:
+        q_lens = call.get(view.roles.q_lens)
+        if q_lens is not None and (q_lens.numel() if isinstance(q_lens, _Tensor) else len(q_lens)) > 0:
+            return False  # the ATB branch (AtbCheckFlag910)
+    return True
+
+
+def _gqa_why(check: str, detail: str) -> str:
+    return f"the operator rejects the call (IFA {check}: {detail} in IFA GQA with KV NZ)"
+
+
+@contract(*GQA_NZ["operators"], pure=True)
+def gqa_kv_nz(call: Call) -> None:
+    """GQA with an int8 NZ cache on the IFA tiling ([fa_contracts.gqa_kv_nz]): ProcessPseShift,
+    the split modes, CheckGqaTensor (IO dtypes, NZ dims, dequant scales, absent tensors) and
+    CheckGqaAttribute (D, heads, layout, block_size, inner_precise, sparse_mode and mask, LSE,
+    query_quant_mode), in the source's order."""
+    view = call.view
+    if view is None or view.cache_broken or not gqa_nz_route(call, view):
+        return
+    q, k, v = view.q, view.k, view.v
+    if call.name == "npu_incre_flash_attention":
+        call.fail("KV518", "key", "a 3-D or 4-D paged cache: a 5-D NZ cache needs the key's and value's dequant "
+                  "scales, which only npu_fused_infer_attention_score(_v2) takes", f"5-D {shape_of(k)}",
+                  _gqa_why("CheckGqaAntiquantTensor", "the key/value's dequant scale should not be null"))
+        return
+    names, get = NAMES[call.name], call.args.get
+    pse = _tensor(get("pse_shift"))
+    if pse is not None:
+        call.fail("KV518", "pse_shift", "None with an NZ cache (GQA KV NZ)", f"a tensor {shape_of(pse)}",
+                  _gqa_why("ProcessPseShift", "PseShift is not supported"))
+        return
+    modes = (int(get(names.key_mode) or 0), int(get(names.value_mode) or 0))
+    if modes not in _GQA_MODES:
+        call.fail("KV518", names.key_mode, f"{names.key_mode} / {names.value_mode} 0 / 0 (per-channel) or 1 / 1 "
+                  "(per-token) with an NZ cache", f"{modes[0]} / {modes[1]}",
+                  _gqa_why("CheckKVAntiQuantMode / CheckGqaAttribute", "antiquantMode should be 0 or 1"))
+        return
+    if k.dtype != torch.int8 or v.dtype != torch.int8:
+        call.fail("KV518", "key", "an int8 key and value: the NZ cache without rope is the antiquant path",
+                  f"{dtype_name(k.dtype)} / {dtype_name(v.dtype)}", _gqa_why("CheckGqaIOTensor", "only antiquant"))
+        return
+    if q.dtype != _GQA_QUERY:
+        call.fail("KV518", "query", f"{GQA_NZ['query_dtype']} with an int8 NZ cache", dtype_name(q.dtype),
+                  _gqa_why("CheckGqaIOTensor", "query type should be BFLOAT16"))
+        return
+    out_scale = _OUT_SCALE[call.name]
+    if _tensor(get(out_scale)) is not None and get(_OUT_DTYPE) is None:
+        call.fail("KV518", out_scale, "None with an NZ cache: the output stays bfloat16", "a tensor (int8 output)",
+                  _gqa_why("CheckGqaIOTensor", "attenOut type should be BFLOAT16"))
+        return
+    d, block = view.head_dim, GQA_NZ["nz_block"]
+    for name, t in (("key", k), ("value", v)):
+        ts = tuple(t.shape)
+        if not d or ts[2] * block != d or ts[4] != block:
+            want = f"(num_blocks, N_kv, D/{block}, block_size, {block}) = ({ts[0]}, {ts[1]}, {(d or 0) // block}, " \
+                   f"{ts[3]}, {block})"
+            call.fail("KV518", name, f"{want} (the int8 NZ layout)", shape_of(t),
+                      _gqa_why("CheckGqaIOTensor", f"the shape of {name[0].upper()} is not the expected one"))
+            return
+    scales = ((names.key_scale, _tensor(get(names.key_scale))), (names.value_scale, _tensor(get(names.value_scale))))
+    for arg, t in scales:
+        if t is None:
+            call.fail("KV518", arg, f"a tensor: the NZ cache is dequantized with {scales[0][0]} and {scales[1][0]}",
+                      "None", _gqa_why("CheckGqaAntiquantTensor", "the key/value's dequant scale should not be null"))
+            return
+    if modes[0] == modes[1]:
+        want = _GQA_SCALE_DTYPES[modes[0]]
+        for arg, t in scales:
+            if t.dtype != want:
+                call.fail("KV518", arg, f"{dtype_name(want)} in {'per-token' if modes[0] else 'per-channel'} mode",
+                          dtype_name(t.dtype), _gqa_why("CheckGqaAntiquantType", "illegal dequant scale type"))
+                return
+    for arg in _GQA_ABSENT[call.name]:
+        t = get(arg)
+        if t is not None:
+            call.fail("KV518", arg, "None with an NZ cache (GQA KV NZ)", "a tensor" if isinstance(t, _Tensor) else
+                      "a list", _gqa_why("CheckGqaTensorEmpty", f"{arg} is not supported"))
+            return
+    _gqa_attributes(call, view)
+
+
+def _gqa_attributes(call: Call, view) -> None:
+    """CheckGqaAttribute's checks of the GQA KV NZ path ([fa_contracts.gqa_kv_nz])."""
+    roles, get = view.roles, call.args.get
+    why = "the operator rejects the call (IFA CheckGqaAttribute: "
+    if view.head_dim != GQA_NZ["head_dim"]:
+        call.fail("KV518", "query", f"head dim {GQA_NZ['head_dim']} with an NZ cache", str(view.head_dim),
+                  why + "IFA GQA with KV NZ only support 128)")
+        return
+    heads = (view.num_heads, view.kv_heads or view.num_heads)
+    if heads not in _GQA_HEADS:
+        call.fail("KV112", roles.kv_heads_arg, "(query heads, KV heads) one of " + ", ".join(
+                  str(p) for p in sorted(_GQA_HEADS)) + " with an NZ cache", str(heads), why + "CheckGqaHeadsNum)")
+        return
+    if view.layout not in GQA_NZ["layouts"]:
+        call.fail("KV110", roles.layout, f"one of {', '.join(GQA_NZ['layouts'])} with an NZ cache", repr(view.layout),
+                  why + "only BSH, BSND and BNSD layout are supported)")
+        return
+    if view.block_size not in GQA_NZ["block_sizes"]:
+        call.fail("KV311", roles.block_size, f"one of {GQA_NZ['block_sizes']} with an NZ cache", str(view.block_size),
+                  why + "blockSize only support 128 and 512 in GQA)")
+        return
+    precise = int(get(roles.inner_precise) or 0)
+    if precise != GQA_NZ["inner_precise"]:
+        call.fail("KV518", roles.inner_precise, f"{GQA_NZ['inner_precise']} (high performance) with an NZ cache",
+                  str(precise), why + "precision mode only support 1 in GQA antiquant with KV NZ)")
+        return
+    m, sparse = view.mask, view.sparse
+    if (view.q_seq or 0) == 1:
+        if sparse != GQA_NZ["decode_sparse_mode"] or m is not None:
+            call.fail("KV213", roles.sparse_mode or roles.mask_arg, "sparse_mode 0 and no atten_mask with an NZ cache "
+                      "and Q_S 1", f"sparse_mode {sparse}" + (" with a mask" if m is not None else ""),
+                      why + "CheckGqaSeqSize)")
+            return
+    elif sparse != GQA_NZ["mtp_sparse_mode"] or m is None or tuple(m.shape) != _GQA_MASK:
+        call.fail("KV213", roles.sparse_mode or roles.mask_arg, f"sparse_mode 3 with a 2-D {_GQA_MASK} atten_mask with "
+                  f"an NZ cache and Q_S {view.q_seq}", f"sparse_mode {sparse}, mask " +
+                  (shape_of(m) if m is not None else "None"), why + "CheckGqaSeqSize)")
+        return
+    if roles.lse_flag and get(roles.lse_flag):
+        call.fail("KV518", roles.lse_flag, "False with an NZ cache (no softmax LSE output)", "True",
+                  why + "CheckDefaultMisc: SoftmaxLse output is not supported)")
+        return
+    if int(get(_QUERY_QUANT_MODE) or 0):
+        call.fail("KV518", _QUERY_QUANT_MODE, "0 with an NZ cache", str(get(_QUERY_QUANT_MODE)),
+                  why + "CheckGqaDefault: the query's quant mode should be the default)")

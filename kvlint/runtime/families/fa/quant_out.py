@@ -13,7 +13,12 @@ import torch
 
 from kvlint.runtime.call import Call, dtype_name, shape_of
 from kvlint.runtime.families.fa.contracts import CONTRACTS, _ifa_route, ifa_rolls_back
-from kvlint.runtime.families.fa.quant_in import mla_ifa_route, pfa_route  # (quant_in's contracts register here)
+from kvlint.runtime.families.fa.quant_in import (  # (quant_in's contracts register here)
+    TND_PREFILL,
+    mla_ifa_route,
+    pfa_route,
+    tnd_io_reject,
+)
 from kvlint.runtime.registry import contract
 
 POST_QUANT = CONTRACTS["post_quant"]
@@ -101,12 +106,25 @@ def post_quant_ifa(call: Call) -> None:
             return
 
 
+@contract(*TND_PREFILL["operators"], pure=True)
+def tnd_prefill_io(call: Call) -> None:
+    """TND prefill on the PFA tiling: no full int8 quantization, no int8 output, no KV antiquant
+    (PFA CheckIOType, which runs before the other quantization checks; [fa_contracts.tnd_prefill])."""
+    view = call.view
+    if view is None:
+        return
+    bad = tnd_io_reject(call, view)
+    if bad:
+        arg, expected, given, why = bad
+        call.fail("KV518", arg, expected, given, f"the operator rejects the call ({why})")
+
+
 @contract(*POST_QUANT["pfa_operators"], pure=True)
 def post_quant_pfa(call: Call) -> None:
     """PFA tiling CheckPostQuantParams on quant_scale2 / quant_offset2 (v2: quant_scale_out /
     quant_offset_out): npu_prompt_flash_attention, and FIA prefill on the PFA tiling path."""
     view = call.view
-    if view is None or view.cache_broken or not pfa_route(call, view):
+    if view is None or view.cache_broken or not pfa_route(call, view) or tnd_io_reject(call, view):
         return
     scale_arg, offset_arg = _KEYWORDS[call.name]
     args = call.args

@@ -7,8 +7,10 @@ what the FA family does not check: dtypes (fp32 too, one dtype for q/k/v), head 
 keep_prob, atten_mask dtype and exact forms, sparse_mode per layout, the pre/next token window
 per sparse_mode, prefix lists, pse, dropout_mask and TND length counts.
 
-Two contracts: `fusion_shapes` reads shapes, dtypes and scalars only (pure: its verdict is
-cached per call signature), `fusion_values` what needs a list's entries (TND lengths, prefix).
+Three contracts: `fusion_shapes` reads shapes, dtypes and scalars only (pure: its verdict is
+cached per call signature; outside TND it also judges the length lists by their lengths),
+`fusion_values` what needs a list's entries (TND lengths, prefix), `fusion_scale` KV103 for
+_v2 / _v3 (pure).
 Both derive the sizes as Analyze3DimLayout / Analyze4DimLayout do (`_dims`) and stop at the
 first error."""
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from kvlint.facts import load_facts
 from kvlint.runtime.call import Call, dtype_name, shape_of
 from kvlint.runtime.call import dtypes as _dtypes
+from kvlint.runtime.families.fa.contracts import warn_unscaled
 from kvlint.runtime.registry import contract
 
 FACTS = load_facts()
@@ -27,6 +30,8 @@ F = FACTS.table("fusion")
 SPARSE, PSE, ROPE = F["sparse"], F["pse"], F["rope"]
 OPS = tuple(FACTS.family("fusion_attention"))
 FA_SEES = frozenset(FACTS.family("fa_layout"))  # the FA family already checks shapes for these
+NOT_FA_SEES = tuple(op for op in OPS if op not in FA_SEES)  # _v2, _v3: no FA-family contract
+VARLEN_LAYOUT = F["lengths"]["varlen_layout"]
 LAYOUTS = dict(FACTS.table("fa_contracts")["fusion"]["layouts"])  # shared with the FA family
 DTYPES = _dtypes(F["dtypes"])
 MASK_DTYPES = _dtypes(F["mask_dtypes"])
@@ -191,18 +196,57 @@ def _tnd_lengths(call: Call, dims: Dims, q, k) -> bool:
         if not ends or min(ends) < 0:
             call.fail("KV315", arg, "non-negative entries", str(ends), REJECTS)
             return False
-        if any(b < a for a, b in zip(ends, ends[1:])):
-            call.fail("KV315", arg, "cumulative (non-decreasing) end offsets for TND", str(ends),
+        offsets = _without_trailing_zeros(ends)
+        if any(b < a for a, b in zip(offsets, offsets[1:])):
+            call.fail("KV315", arg, "cumulative (non-decreasing) end offsets for TND (trailing zeros for requests "
+                      "left out)", str(ends),
                       "requests are cut at the wrong tokens: per-request lengths are read as offsets")
             return False
-        if ends[-1] > total:
-            call.fail("KV315", arg, f"a last entry <= the token count {total}", str(ends[-1]),
+        if offsets and offsets[-1] > total:
+            call.fail("KV315", arg, f"a last offset <= the token count {total}", str(offsets[-1]),
                       REJECTS + " (Analyze3DimLayout: T must be >= the sum of the lengths)")
             return False
     dims.q_lens, dims.kv_lens = _per_request(ends_q), _per_request(ends_kv)
     dims.b = len(ends_q)
     dims.s1 = max(dims.q_lens) if dims.q_lens else 0
     dims.s2 = max(dims.kv_lens) if dims.kv_lens else 0
+    return True
+
+
+def _without_trailing_zeros(ends: List[int]) -> List[int]:
+    """The cumulative offsets before a run of trailing zeros (requests left out of the
+    computation: rules/facts/fusion.toml [fusion.lengths])."""
+    last = len(ends)
+    while last and ends[last - 1] == 0:
+        last -= 1
+    return ends[:last]
+
+
+def _given(value) -> bool:
+    """A length list torch_npu counts as given: a non-empty list, or (_v3) a tensor with elements."""
+    if value is None:
+        return False
+    return value.numel() > 0 if isinstance(value, _Tensor) else len(value) > 0
+
+
+def _lengths_outside_tnd(call: Call, dims: Dims) -> bool:
+    """Length lists outside TND (rules/facts/fusion.toml [fusion.lengths]): both given route the
+    call to a varlen aclnn entry, which rejects the layout; one alone never reaches the kernel.
+    Reads the lists' lengths only (pure). False after an error."""
+    roles = ROLES[call.name]
+    q_arg, kv_arg = str(roles.keyword("q_lens")), str(roles.keyword("kv_lens"))
+    given = [arg for arg in (q_arg, kv_arg) if _given(call.get(arg))]
+    if len(given) == 2:
+        call.fail("KV316", q_arg, f"None with input_layout {dims.layout!r}: length lists are for input_layout "
+                  f"{VARLEN_LAYOUT!r} only", f"{q_arg} and {kv_arg} both given",
+                  REJECTS + f" (with both lists torch_npu calls aclnnFlashAttentionVarLenScore, which rejects it: "
+                  f"'Layout {dims.layout} is not TND, invalid shape')")
+        return False
+    if given:
+        call.fail("KV316", given[0], f"None with input_layout {dims.layout!r} (a length list is read only with "
+                  f"input_layout {VARLEN_LAYOUT!r} and both lists)", "a length list",
+                  f"the list is ignored: every request attends over the full S1={dims.s1}, S2={dims.s2}",
+                  severity="warning")
     return True
 
 
@@ -408,6 +452,8 @@ def _pse(call: Call, dims: Dims, q, masked_mode: Optional[int]) -> Optional[tupl
         if dims.tnd and masked_mode == PSE["inner_not_tnd_mode"]:
             return ("pse", f"None with sparse_mode={masked_mode} and pse_type={ptype} (inner alibi slopes)",
                     "a tensor", "SetPseAlibiParams: INNER Pse does not support sparse mode 7")
+        if dims.tnd and masked_mode == PSE["inner_tnd_equal_mode"] and dims.q_lens is not None:
+            return _inner_pse_band(call, dims, ptype)
         return None
     if pse.dtype != q.dtype:
         return ("pse", f"{dtype_name(q.dtype)} like the query", dtype_name(pse.dtype),
@@ -439,6 +485,33 @@ def _pse(call: Call, dims: Dims, q, masked_mode: Optional[int]) -> Optional[tupl
         return ("pse", f"S1 == S2 with a ({rows}, S2) alibi pse and S1 > {rows}", f"S1={s1}, S2={s2}",
                 "SetPseAlibiParams: Pse alibi only support same S1 S2 when S1 larger than 1024")
     return None
+
+
+def _inner_pse_band(call: Call, dims: Dims, ptype: int) -> Optional[tuple]:
+    """Inner alibi slopes with TND sparse_mode 8 (varlen SetPseAlibiParams l.3750-3765): request 0
+    has S1 - S2 + q_start_idx - kv_start_idx == 0, every later request S1 == S2. The start
+    indices are the lists' first entries, 0 when absent (SetQKVStartIdx l.1366-1410)."""
+    q_lens, kv_lens = dims.q_lens, dims.kv_lens
+    q_raw, kv_raw = call.get("q_start_idx"), call.get("kv_start_idx")
+    q_start = call.int_list(q_raw) if q_raw is not None else []
+    kv_start = (call.int_list(kv_raw) if kv_raw is not None else []) if q_start else []  # read after q's
+    if q_start is None or kv_start is None:
+        return None  # not readable in this mode
+    q0, kv0 = (q_start or [0])[0], (kv_start or [0])[0]
+    offset = q_lens[0] - kv_lens[0] + q0 - kv0
+    unequal = [i for i in range(1, len(q_lens)) if q_lens[i] != kv_lens[i]]
+    if offset == 0 and not unequal:
+        return None
+    if offset:
+        given = f"request 0: S1 {q_lens[0]} - S2 {kv_lens[0]} + q_start_idx {q0} - kv_start_idx {kv0} = {offset}"
+        why = "actualSeqLenData[0] + qStartIdx - actualSeqLenKvData[0] - kvStartIdx == 0"
+    else:
+        i = unequal[0]
+        given = f"request {i}: S1 {q_lens[i]} != S2 {kv_lens[i]}"
+        why = f"actualSeqQLen[{i}] and actualSeqKvLen[{i}] are equal"
+    return ("pse", f"None with sparse_mode=8 and pse_type={ptype} (inner alibi slopes), unless request 0 has "
+            "S1 - S2 + q_start_idx - kv_start_idx == 0 and every later request S1 == S2", given,
+            f"SetPseAlibiParams: INNER Pse sparse mode 8 is only supported when {why}")
 
 
 def _drop_mask(call: Call, dims: Dims, keep_prob: float) -> Optional[tuple]:
@@ -554,6 +627,8 @@ def fusion_shapes(call: Call) -> None:
     if sized is None:
         return
     dims, q, k, m, sparse = sized
+    if not dims.tnd and not _lengths_outside_tnd(call, dims):
+        return
     if not _dtypes_ok(call, q, k, call.args["value"]):
         return
     keep = call.args.get("keep_prob", 1.0)
@@ -573,6 +648,18 @@ def fusion_shapes(call: Call) -> None:
     if m is not None and not (_mask_shape(call, dims, m, sparse) and _report_window(call, dims, sparse)):
         return
     _optional_inputs(call, dims, q, m, sparse)
+
+
+@contract(*NOT_FA_SEES, pure=True)
+def fusion_scale(call: Call) -> None:
+    """KV103 (warning) for _v2 and _v3: `scale` left at 1.0 (the FA family's `scale` contract
+    warns for npu_fusion_attention)."""
+    value = call.args.get("scale")
+    if value is None or isinstance(value, bool) or float(value) != F["scale_default"]:
+        return
+    sized = _sized(call, quiet=True)
+    if sized is not None:
+        warn_unscaled(call, "scale", value, sized[0].d)
 
 
 @contract(*OPS)

@@ -2,7 +2,8 @@
 
 Source: ops-transformer attention/flash_attention_score/docs/aclnnFlashAttentionScore.md and
 docs/context/sparse_mode参数说明.md. Layouts BSH, SBH, BSND, BNSD, TND (cumulative
-`actual_seq_qlen`/`actual_seq_kvlen`); the KV head count is read from the key (GQA); sparse
+`actual_seq_qlen`/`actual_seq_kvlen`; outside TND the lists never reach the kernel: both
+given is rejected by the guard's KV316, one alone is ignored); the KV head count is read from the key (GQA); sparse
 modes 0-4 as in the FA family, except that without `atten_mask` "sparseMode, preTokens and
 nextTokens have no effect: full attention" (doc, constraints), so causal modes without a mask
 silently attend to the future. Outputs: attention_out (query layout and dtype), softmax_max
@@ -28,6 +29,9 @@ def kv_heads_of(query: torch.Tensor, key: torch.Tensor, head_num: int, layout: s
 def fusion_attention(query, key, value, head_num, input_layout, *, atten_mask=None, scale=1.0,
                      pre_tockens=INT_MAX, next_tockens=INT_MAX, actual_seq_qlen=None, actual_seq_kvlen=None,
                      sparse_mode=0, seed=0, offset=0, query_rope=None, key_rope=None, **_precision):
+    if str(input_layout).upper() != "TND":
+        # outside TND no length list reaches the kernel (rules/facts/fusion.toml [fusion.lengths])
+        actual_seq_qlen = actual_seq_kvlen = None
     out, lse, rowmax = attention(
         query, key, value, num_heads=head_num, kv_heads=kv_heads_of(query, key, head_num, input_layout),
         scale=scale, layout=input_layout, atten_mask=atten_mask, sparse_mode=sparse_mode, pre_tokens=pre_tockens,
