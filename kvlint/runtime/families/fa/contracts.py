@@ -52,15 +52,15 @@ NOT_FUSION_OPS = tuple(op for op in FA_OPS if op not in FUSION_OPS)  # the dtype
 NZ_BYTES = CONTRACTS["nz_bytes"]
 INT4_PACKED = getattr(torch, CONTRACTS["int4_packed_dtype"])
 INT4_PER_ELEMENT = CONTRACTS["int4_per_element"]
+SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
+SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
+_Tensor = torch.Tensor
 
 
 def unpacked(t: "torch.Tensor") -> int:
     """The real size of a KV tensor's last dim: eight int4 values per int32 element (rules/facts/
     fa_contracts.toml int4_*)."""
     return int(t.shape[-1]) * INT4_PER_ELEMENT if t.dtype == INT4_PACKED else int(t.shape[-1])
-SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
-SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
-_Tensor = torch.Tensor
 
 
 class Roles:
@@ -565,13 +565,20 @@ def _mla_features(call: Call, view: FaView) -> None:
         view.mla_tokens = True  # the query lengths' values: mla_query_tokens, on every call
 
 
-@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+def _mla_tokens_work(call: Call) -> bool:
+    """Has mla_query_tokens anything to check (its shape checks passed in MLA with TND)?"""
+    view = call.view
+    return view is not None and view.mla_tokens
+
+
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2", works=_mla_tokens_work,
+          detached=True)
 def mla_query_tokens(call: Call) -> None:
     """At most 16 query tokens per request in MLA with TND (FIA tiling_check_feature.cpp
     CheckFeatureActualSeqLensQData): reads the lengths, so not part of the cached shape verdict."""
-    view = call.view
-    if view is None or not view.mla_tokens:
+    if not _mla_tokens_work(call):
         return
+    view = call.view
     q_arg = view.roles.q_lens
     values = call.int_list(call.get(q_arg))
     if values:
@@ -810,18 +817,23 @@ def mask(call: Call) -> None:
 
 
 # ------------------------------------------------------------------------------ length lists
-@contract(*NOT_FUSION_OPS)  # npu_fusion_attention's lists: fusion_values (TND), fusion_shapes (outside TND)
-def lengths(call: Call) -> None:
+def _lengths_work(call: Call) -> bool:
+    """Has `lengths` anything to check? TND lists and non-paged per-batch lists (paged ones:
+    paged.py; npu_fusion_attention's: fusion_values in TND, fusion_shapes outside it)."""
     view = call.view
-    if view is None:
+    return view is not None and call.name not in FUSION_OPS and (view.tnd or not view.paged)
+
+
+@contract(*FA_OPS, works=_lengths_work)
+def lengths(call: Call) -> None:
+    if not _lengths_work(call):
         return
+    view = call.view
     roles = view.roles
     q_arg, kv_arg = roles.q_lens, roles.kv_lens
     if view.tnd:
         _tnd_lengths(call, view, q_arg, kv_arg)
         return
-    if view.paged:
-        return  # per-batch paged lengths: paged.py
     batch = view.batch
     for arg, is_q in ((q_arg, True), (kv_arg, False)):
         values = call.int_list(call.get(arg))
