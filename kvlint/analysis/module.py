@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from operator import attrgetter
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from kvlint.source import SourceFile
@@ -41,12 +42,23 @@ _COLLECTED = {ast.Call: 0, ast.Assign: 1, ast.AnnAssign: 1, ast.AugAssign: 2, as
               ast.For: 4, ast.AsyncFor: 4, ast.NamedExpr: 5, ast.Import: 6, ast.ImportFrom: 6}
 _IMPORT = 6
 _KINDS: Dict[type, Tuple[Tuple[str, ...], int]] = {}
+# The node types seen so far that hold no child node and are not collected (`Name`,
+# `Constant`, `alias`, `Pass`...: a third of a module's nodes): the walk links them to their
+# parent without pushing them, since visiting one would do nothing.
+_LEAVES: set = set()
 
 
 def _kind_entry(t: type) -> Tuple[Tuple[str, ...], int]:
     fields = _CHILD_FIELDS.get(t)
     entry = _KINDS[t] = (fields if fields is not None else _child_fields(t), _COLLECTED.get(t, -1))
+    if not entry[0] and entry[1] < 0:
+        _LEAVES.add(t)
     return entry
+
+
+for _t in (ast.Name, ast.Constant):
+    _kind_entry(_t)
+_POSITION = attrgetter("lineno", "col_offset")
 
 
 def child_nodes(node: ast.AST) -> List[ast.AST]:
@@ -102,6 +114,23 @@ def _walk_nodes(pending: "deque[ast.AST]", take, skip: Tuple[type, ...]) -> Iter
         yield n
 
 
+_POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def place(node: ast.AST, like: ast.AST) -> ast.AST:
+    """`ast.copy_location(node, like)`: the fast way when both are nodes with the four
+    positions and `like` has a line and a column (every parsed expression, statement and
+    keyword; the synthetic nodes the analysis places on them), else copy_location itself."""
+    if node._attributes == _POSITIONS and like._attributes == _POSITIONS:
+        d = like.__dict__
+        lineno, col = d.get("lineno"), d.get("col_offset")
+        if lineno is not None and col is not None and "end_lineno" in d and "end_col_offset" in d:
+            node.lineno, node.col_offset = lineno, col
+            node.end_lineno, node.end_col_offset = d["end_lineno"], d["end_col_offset"]
+            return node
+    return ast.copy_location(node, like)
+
+
 def dotted_name(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts = []
@@ -138,6 +167,7 @@ class ModuleIndex:
     def _walk(self) -> None:
         parent = self.parent
         kinds = _KINDS
+        leaves = _LEAVES  # linked, not pushed: the other nodes are visited in the same order
         # the lists a node of each collected type goes to (by `_KINDS` number)
         buckets = (self.calls, self.assigns, self.aug_assigns, self.classes, self.for_loops, self.named_exprs)
         stack: List[ast.AST] = [self.tree]
@@ -154,19 +184,25 @@ class ModuleIndex:
                     buckets[kind].append(node)
                 else:
                     self._add_import(node)
+            fields_of = node.__dict__  # a parsed node holds its fields there: no attribute look-up
             for name in fields:
-                value = getattr(node, name)
+                try:
+                    value = fields_of[name]
+                except KeyError:  # a field a hand-built node lacks
+                    value = getattr(node, name, None)
                 if value is None:
                     continue
                 if type(value) is list:
                     for child in value:
                         if child is not None:
                             parent[id(child)] = node
-                            push(child)
+                            if type(child) not in leaves:
+                                push(child)
                 else:
                     parent[id(value)] = node
-                    push(value)
-        self.calls.sort(key=lambda n: (n.lineno, n.col_offset))
+                    if type(value) not in leaves:
+                        push(value)
+        self.calls.sort(key=_POSITION)
 
     def _add_import(self, node: ast.AST) -> None:
         if type(node) is ast.Import:

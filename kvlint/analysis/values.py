@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
+from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, place, walk_in_order
 
 UNKNOWN = object()
 MAX_DEPTH = 6
@@ -103,6 +103,10 @@ class ValueTracer:
         self._grouped: Optional[Tuple[Dict[int, List[ast.AST]], Dict[int, List[ast.AST]]]] = None
         self._class_attr_writes: Optional[Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]] = None
         self._defs: Optional[Dict[str, ast.AST]] = None
+        self._bound: Optional[frozenset] = None
+        # a local_view's tracer: the module-wide tables below are that tracer's (asked of it
+        # when first needed, so that whichever of the two asks first, both share one)
+        self._origin: Optional["ValueTracer"] = None
         self._synthetic: List[ast.AST] = []  # keeps synthetic nodes (and their ids) alive
         self._synthetic_ids: set = set()
         self._opaque_memo: Dict[int, bool] = {}
@@ -123,19 +127,17 @@ class ValueTracer:
         view = ValueTracer(self.index)
         for name in ("_assign_tables", "_self_tables", "_synthetic", "_synthetic_ids", "_getattr_nodes"):
             setattr(view, name, getattr(self, name))
-        view._grouped = self._statements()
-        view._defs = self.definitions()
-        view._class_attr_writes = self.class_attribute_writes()
+        view._origin = self  # bound_names, _statements, definitions, class_attribute_writes
         return view
 
     # -- synthetic nodes ------------------------------------------------------------------
     def _make(self, node: ast.expr, like: ast.AST, parent: ast.AST) -> ast.expr:
         """Register a synthetic node under `parent`, placed at `like` (its one new child, a
         subscript's index constant, too; its other children are real nodes)."""
-        ast.copy_location(node, like)
+        place(node, like)
         self.index.parent[id(node)] = parent
         if isinstance(node, ast.Subscript):
-            ast.copy_location(node.slice, like)
+            place(node.slice, like)
             self.index.parent[id(node.slice)] = node
         self._synthetic.append(node)
         self._synthetic_ids.add(id(node))
@@ -224,6 +226,33 @@ class ValueTracer:
             _sort(table)
         return table
 
+    def bound_names(self) -> frozenset:
+        """Every name some binding statement of the module (`=`, annotated, walrus, `for`)
+        has among its targets, tuples and stars unpacked: a superset of the names of every
+        `assignments()` table, so a name outside it is bound by none of them (asked before a
+        function's table is built for one name; most functions' tables are never needed)."""
+        if self._bound is None and self._origin is not None:
+            self._bound = self._origin.bound_names()
+        if self._bound is None:
+            names = set()
+            add = names.add
+            for node in self.index.assigns:
+                for target in (node.targets if type(node) is ast.Assign else (node.target,)):
+                    _target_names(target, add)
+            for node in self.index.for_loops:
+                _target_names(node.target, add)
+            for node in self.index.named_exprs:
+                _target_names(node.target, add)
+            self._bound = frozenset(names)
+        return self._bound
+
+    def assigned(self, scope: ast.AST, name: str) -> List[Tuple[ast.AST, ast.expr]]:
+        """`assignments(scope).get(name, [])`, without building the table when no binding
+        statement of the module binds `name`. Read-only."""
+        if name not in self.bound_names():
+            return []
+        return self.assignments(scope).get(name, [])
+
     def self_assignments(self, cls: ast.ClassDef) -> Dict[str, List[Tuple[ast.AST, ast.expr]]]:
         """attr -> [(statement, value)]: `self.attr = v` in any method (tuple targets
         included), `attr = v` in the class body, `Cls.attr = v` / `cls.attr = v` anywhere in
@@ -256,6 +285,8 @@ class ValueTracer:
         """Binding statements the ModuleIndex collected, grouped by their scope (function,
         class body or module) and by their innermost class: one pass, no re-walk (the hot
         path)."""
+        if self._grouped is None and self._origin is not None:
+            self._grouped = self._origin._statements()
         if self._grouped is None:
             index = self.index
             parent = index.parent
@@ -284,6 +315,8 @@ class ValueTracer:
 
     def class_attribute_writes(self) -> Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]]:
         """(class name, attr) -> [(statement, value)] for `Cls.attr = v` in the module."""
+        if self._class_attr_writes is None and self._origin is not None:
+            self._class_attr_writes = self._origin.class_attribute_writes()
         if self._class_attr_writes is None:
             writes: Dict[Tuple[str, str], List[Tuple[ast.AST, ast.expr]]] = {}
             classes = {c.name for c in self.index.classes}
@@ -301,6 +334,8 @@ class ValueTracer:
 
     def definitions(self) -> Dict[str, ast.AST]:
         """Module-level functions and classes by name."""
+        if self._defs is None and self._origin is not None:
+            self._defs = self._origin.definitions()
         if self._defs is None:
             self._defs = {n.name: n for n in self.index.tree.body
                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
@@ -320,7 +355,7 @@ class ValueTracer:
         with `words`, a bytes regex, only from a module whose bytes match it)."""
         if isinstance(expr, ast.Name):
             func = self.index.enclosing_function(at) if self.owns(at) else None
-            if func is not None and (self.assignments(func).get(expr.id) or self.is_parameter(expr.id, func)):
+            if func is not None and (self.assigned(func, expr.id) or self.is_parameter(expr.id, func)):
                 return None  # a local name, not the module's definition
             d = self.definitions().get(expr.id)
             if d is not None:
@@ -336,7 +371,7 @@ class ValueTracer:
 
     def module_binding(self, name: str) -> List[ast.expr]:
         """Values of a module-level `name` (imported from a project module if not bound here)."""
-        items = self.assignments(self.index.tree).get(name, [])
+        items = self.assigned(self.index.tree, name)
         if items:
             return [v for _, v in items]
         if self.project is not None and name in self.index.from_imports:
@@ -353,7 +388,7 @@ class ValueTracer:
         func = self.index.enclosing_function(at)
         line = getattr(at, "lineno", 10 ** 9)
         if func is not None:
-            items = self.assignments(func).get(name, [])
+            items = self.assigned(func, name)
             before = [(stmt, v) for stmt, v in items if stmt.lineno < line]
             if before:
                 values = [_PARAMETER if self._opaque(v) else v for v in self._reaching(before, func)]
@@ -364,7 +399,7 @@ class ValueTracer:
                 return []
             outer = self.index.enclosing_function(func)
             while outer is not None:  # a closure reads the enclosing function's binding
-                items = self.assignments(outer).get(name, [])
+                items = self.assigned(outer, name)
                 if items:
                     return [v for _, v in items]
                 if self.is_parameter(name, outer):
@@ -775,6 +810,19 @@ class ValueTracer:
                           if hasattr(ast, "Match") else (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp)):
                 return True
         return False
+
+
+def _target_names(target: ast.expr, add) -> None:
+    """`add` each name among an assignment target's leaves (tuples, lists and stars
+    unpacked; `x[i]` and `o.a` bind no name)."""
+    t = type(target)
+    if t is ast.Name:
+        add(target.id)
+    elif t is ast.Tuple or t is ast.List:
+        for e in target.elts:
+            _target_names(e, add)
+    elif t is ast.Starred:
+        _target_names(target.value, add)
 
 
 def _writes_class_attribute(target: ast.expr, classes) -> bool:

@@ -30,13 +30,15 @@ class WindowNeverUsed(Rule):
         for cls, calls in by_class.values():
             if any(self._may_window(oc, ctx) for oc in calls):
                 continue
-            if loaded is None:
-                loaded = self._loaded_attributes(ctx)
             for attr, items in ctx.values.self_assignments(cls).items():
-                if attr in loaded or not is_window_name(ast.Name(id=attr)):
+                if not is_window_name(ast.Name(id=attr)):
                     continue
                 stmt, value = items[0]
                 if all(isinstance(v, ast.Constant) and v.value is None for _, v in items):
+                    continue
+                if loaded is None:  # the module walk, only for a class storing a window
+                    loaded = self._loaded_attributes(ctx)
+                if attr in loaded:
                     continue
                 target = next(t for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
                               if isinstance(t, ast.Attribute) and t.attr == attr)

@@ -46,14 +46,17 @@ class LengthsRederivedPerLayer(Rule):
         for stmt in ctx.index.assigns:
             if stmt.value is None:
                 continue
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            lengths = [t for t in targets if isinstance(t, (ast.Name, ast.Attribute))
+                       and ctx.context.is_kv_length_name(terminal_name(t))]
+            if not lengths:
+                continue  # no length stored: its loop is not looked for
             loop = ctx.context.per_layer_loop(stmt)
             if loop is None:
                 continue
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
+            for target in lengths:
                 name = terminal_name(target)
-                if not isinstance(target, (ast.Name, ast.Attribute)) or not name \
-                        or not ctx.context.is_kv_length_name(name) or not derives(stmt.value):
+                if not derives(stmt.value):
                     continue
                 if reports_store(target, stmt, ctx):
                     continue  # KV401 reports this store (an increment or a foreign write)

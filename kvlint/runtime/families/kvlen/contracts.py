@@ -14,7 +14,7 @@ import threading
 import torch
 
 from kvlint.facts import load_facts
-from kvlint.runtime import callsite  # noqa: F401 - the generated disciplines call callsite.layer_key
+from kvlint.runtime import callsite  # noqa: F401 - read by the generated kv_len_discipline functions
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
 

@@ -1,0 +1,186 @@
+"""The analysis' pre-screens and memos answer what the slow path answers.
+
+Each cheap test the tracer or the resolver asks before the real work (is this name bound by
+any statement of the module? can this callee be an operator?) and each memo of an answer
+that cannot differ between two asks is compared here with the work it saves, on every
+fixture and on hand-written forms, and shown to fail when keyed too loosely."""
+import ast
+import glob
+import os
+import textwrap
+
+import pytest
+
+from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.values import ValueTracer
+from kvlint.source import decode
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FILES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "**", "*.py"), recursive=True))
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+FORMS = textwrap.dedent("""
+    a, (b, *c), d.e, f[0] = x
+    g: int
+    h: int = 1
+    for i, (j, k) in zip(u, v):
+        pass
+    async def co():
+        async for m in w:
+            pass
+        if (n := 3):
+            pass
+    class K:
+        o = 1
+        def meth(self):
+            self.p = q = 2
+            [r, s] = t
+            *z, y = 1, 2
+            return lambda: (l := 1)
+""")
+
+
+def _tracer(text, path="t.py"):
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        pytest.skip("not Python (a KV000 fixture)")
+    return ValueTracer(ModuleIndex(decode(path, text.encode()), tree)), tree
+
+
+def _fixture(path):
+    with open(path, encoding="utf-8") as fh:
+        return _tracer(fh.read(), path)
+
+
+def _check_bound_names_cover_every_table(tracer, tree):
+    bound = tracer.bound_names()
+    words = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {"__never__"}
+    for scope in [tree] + [n for n in ast.walk(tree) if isinstance(n, SCOPES)]:
+        table = tracer.assignments(scope)
+        assert set(table) <= bound, (scope, set(table) - bound)
+        for name in words:
+            assert tracer.assigned(scope, name) == table.get(name, [])
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_bound_names_cover_every_assignment_table(path):
+    _check_bound_names_cover_every_table(*_fixture(path))
+
+
+def test_bound_names_of_every_binding_form():
+    tracer, tree = _tracer(FORMS)
+    assert tracer.bound_names() == frozenset("a b c g h i j k m n o q r s z y l".split())
+    _check_bound_names_cover_every_table(tracer, tree)
+
+
+def test_assigned_skips_the_table_only_for_names_bound_nowhere():
+    tracer, tree = _tracer("def f(x):\n    y = x\n    return g(y)\n")
+    func = tree.body[0]
+    assert tracer.assigned(func, "g") == [] and id(func) not in tracer._assign_tables
+    assert [ast.unparse(v) for _, v in tracer.assigned(func, "y")] == ["x"]
+    assert id(func) in tracer._assign_tables
+
+
+@pytest.mark.parametrize("first", ["view", "origin"])
+def test_a_local_view_shares_the_module_tables_whoever_asks_first(first):
+    """local_view() computes nothing: the module-wide tables are its tracer's, built when
+    one of the two first needs them, and equal to a fresh tracer's."""
+    text = FORMS + "K.w = 1\nK.o, v = 2, 3\n"
+    tracer, tree = _tracer(text)
+    view = tracer.local_view()
+    assert view._grouped is None and tracer._grouped is None and tracer._class_attr_writes is None
+    a, b = (view, tracer) if first == "view" else (tracer, view)
+    for method in ("bound_names", "_statements", "definitions", "class_attribute_writes"):
+        assert getattr(a, method)() is getattr(b, method)()
+    fresh = ValueTracer(ModuleIndex(decode("t.py", text.encode()), tree))  # same tree, own tables
+
+    def dumped(t):
+        return {k: [(id(stmt), ast.dump(v)) for stmt, v in items] for k, items in t.class_attribute_writes().items()}
+
+    assert view.bound_names() == fresh.bound_names() and view.definitions() == fresh.definitions()
+    assert dumped(view) == dumped(fresh) and set(dumped(view)) == {("K", "w"), ("K", "o")}
+    assert view._statements() == fresh._statements()
+
+
+# -- the resolver's memo of names bound by no `=` of their module -------------------------
+
+from kvlint.analysis.resolve import OperatorResolver  # noqa: E402
+from kvlint.engine import Checker  # noqa: E402
+from kvlint.testing import all_on_settings  # noqa: E402
+
+PROJECTS = os.path.join(HERE, "..", "fixtures", "projects")
+
+
+def _no_memo(monkeypatch):
+    """The slow path: every ask of `_qualify_unassigned` computes its answer afresh."""
+    memoised = OperatorResolver._qualify_unassigned
+
+    def fresh(self, name, depth):
+        self._unassigned = {}
+        return memoised(self, name, depth)
+
+    monkeypatch.setattr(OperatorResolver, "_qualify_unassigned", fresh)
+
+
+def _results(folder, files):
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        checker = Checker(all_on_settings(), roots=["."])
+        out = []
+        for path in files:
+            r = checker.check_path(path)
+            out.append((path, [(f.line, f.column, f.code, f.message) for f in r.findings], sorted(r.dependencies)))
+        return out
+    finally:
+        os.chdir(old)
+
+
+def _project_files(project):
+    return sorted(os.path.relpath(os.path.join(d, n), project) for d, _, names in os.walk(project)
+                  for n in names if n.endswith(".py"))
+
+
+@pytest.mark.parametrize("project", sorted(os.listdir(PROJECTS)))
+def test_unassigned_name_memo_gives_the_slow_paths_findings_and_dependencies(project, monkeypatch):
+    folder = os.path.join(PROJECTS, project)
+    if not os.path.isdir(folder):
+        pytest.skip("not a project")
+    files = _project_files(folder)
+    memoised = _results(folder, files) + _results(folder, list(reversed(files)))
+    _no_memo(monkeypatch)
+    assert memoised == _results(folder, files) + _results(folder, list(reversed(files)))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_unassigned_name_memo_resolves_every_call_as_the_slow_path(path, monkeypatch):
+    def resolutions():
+        with open(path, "rb") as fh:
+            data = fh.read()
+        checker = Checker(all_on_settings(), roots=[os.path.dirname(path)])
+        result = checker.check_bytes(path, data, prefilter=False)
+        return [(f.line, f.column, f.code, f.message) for f in result.findings], sorted(result.dependencies)
+
+    memoised = resolutions()
+    _no_memo(monkeypatch)
+    assert memoised == resolutions()
+
+
+def test_unassigned_name_memo_lives_for_one_files_check(tmp_path):
+    """x.py and y.py both call `bar`, which b.py binds to `foo`, imported from c.py, where it
+    is an operator. b.py's resolver answers for both files: checking y.py after x.py must
+    still read c.py and record it as y.py's dependency (a memo kept across checks would not)."""
+    (tmp_path / "c.py").write_text("import torch_npu\n\nfoo = torch_npu.npu_fused_infer_attention_score\n")
+    (tmp_path / "b.py").write_text("from c import foo\n\nbar = foo\n")
+    user = "from b import bar  # npu_fused_infer_attention_score\n\n\ndef f(q, k, v):\n    return bar(q, k, v, num_heads=8, input_layout='BSND')\n"
+    (tmp_path / "x.py").write_text(user)
+    (tmp_path / "y.py").write_text(user)
+    alone = Checker(roots=[str(tmp_path)]).check_path(str(tmp_path / "y.py"))
+    checker = Checker(roots=[str(tmp_path)])
+    first = checker.check_path(str(tmp_path / "x.py"))
+    second = checker.check_path(str(tmp_path / "y.py"))
+    assert "KV103" in [f.code for f in alone.findings]  # `bar` is the operator: no scale passed
+    assert [f.code for f in first.findings] == [f.code for f in second.findings] == [f.code for f in alone.findings]
+    assert str(tmp_path / "c.py") in alone.dependencies
+    assert sorted(second.dependencies) == sorted(alone.dependencies)
