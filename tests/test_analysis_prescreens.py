@@ -184,3 +184,45 @@ def test_unassigned_name_memo_lives_for_one_files_check(tmp_path):
     assert [f.code for f in first.findings] == [f.code for f in second.findings] == [f.code for f in alone.findings]
     assert str(tmp_path / "c.py") in alone.dependencies
     assert sorted(second.dependencies) == sorted(alone.dependencies)
+
+
+# -- the resolver's cheap reject ------------------------------------------------------------
+
+from kvlint.analysis.resolve import WORKSPACE_PREFIX, WORKSPACE_SUFFIX, OperatorCall  # noqa: E402
+from kvlint.catalog import load_catalog  # noqa: E402
+
+
+def _reference_resolve(resolver, call):
+    """OperatorResolver._resolve as it read before its reject set: each test one by one."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        last = func.attr
+    elif isinstance(func, ast.Name):
+        last = func.id
+    elif isinstance(func, ast.Call):
+        last = ""
+    else:
+        return None
+    if last not in resolver._names and last not in ("out", "default") and not (
+        last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
+    ) and last not in resolver.index.imports and last not in resolver.index.from_imports \
+            and not resolver._maybe_alias_name(func):
+        return None
+    for qualified, partials in resolver._qualify(func, call, depth=0):
+        hit = resolver._lookup(qualified)
+        if hit is not None:
+            return OperatorCall(call, *hit), partials
+    return None
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
+def test_cheap_reject_resolves_every_call_as_the_test_by_test_reject(path):
+    from kvlint.analysis.resolve import OperatorResolver as Resolver
+
+    with open(path, encoding="utf-8") as fh:
+        tracer, _ = _tracer(fh.read(), path)
+    fast, slow = Resolver(tracer.index, load_catalog(), tracer), Resolver(tracer.index, load_catalog(), tracer)
+    for call in tracer.index.calls:
+        got = fast._resolve(call)
+        want = _reference_resolve(slow, call)
+        assert (got, fast.partials.get(id(call), ())) == (want[0], want[1]) if want else got is None, ast.dump(call)

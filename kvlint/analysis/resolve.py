@@ -60,7 +60,9 @@ class OperatorResolver:
         # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
         # into the project's other modules would parse them for nothing (the hot path)
         self._local_view: Optional[ValueTracer] = None  # built when a callee is first traced
-        self._names = catalog.operator_names()
+        self._names = self.operator_names = catalog.operator_names()  # built anew by each catalog call
+        # callee names that may be an operator at once: operator names, overloads, imports
+        self._kept: Optional[frozenset] = None
         self._assigned: Optional[Tuple[frozenset, frozenset]] = None
         # call id -> the functools.partial(...) calls its callee went through (their keywords
         # are the call's too)
@@ -98,10 +100,13 @@ class OperatorResolver:
             last = ""
         else:
             return None
-        # cheap reject: the callee's last part must be an operator name or an overload
-        if last not in self._names and last not in ("out", "default") and not (
-            last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
-        ) and last not in self.index.imports and last not in self.index.from_imports \
+        # cheap reject: the callee's last part must be an operator name, an overload, an
+        # import or an alias
+        kept = self._kept
+        if kept is None:
+            kept = self._kept = self._names | {"out", "default"} | self.index.imports.keys() \
+                | self.index.from_imports.keys()
+        if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)) \
                 and not self._maybe_alias_name(func):
             return None
         for qualified, partials in self._qualify(func, call, depth=0):
