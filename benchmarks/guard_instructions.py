@@ -6,9 +6,10 @@ Wall-clock figures on a shared machine move with the other processes' load; inst
 do not. This script runs itself under valgrind's callgrind (`apt-get install valgrind`) and
 counts the instructions (Ir) of N calls of FA's `_get_max_workspace` twin (the dispatch-only
 baseline of benchmarks/runtime_overhead.py) in phases: unguarded, guarded, then with the
-per-call contracts taken off one by one, without contracts, and without the verdict key (the
-call pattern's key function, kvlint.runtime.registry.Plan.key). Each
-phase is bracketed by `time.sleep(0)`, where callgrind dumps its counters
+per-call contracts a cache hit runs taken off one by one, without running contracts (the
+verdict lookup and the view go), and without the entry (the call pattern's entry function,
+kvlint.runtime.guard._entry_function: the key, the binding and the `Call` go; the wrapper and
+finding the handle stay). Each phase is bracketed by `time.sleep(0)`, where callgrind dumps its counters
 (`--dump-before=time_sleep`); the difference between consecutive phases is what the part
 taken off costs. Slow (the torch import alone takes about a minute under valgrind).
 """
@@ -51,15 +52,17 @@ def child(calls: int) -> None:
     phase("unguarded")
     kvlint.patch(mode="raise", checks="meta")
     phase("guarded (meta)")
-    plan = torch.ops.npu._npu_fused_infer_attention_score_get_max_workspace._op._spec.plan
-    rest = plan.rest
+    spec = torch.ops.npu._npu_fused_infer_attention_score_get_max_workspace._op._spec
+    plan = spec.plan
+    rest, _ = plan.hit(plan.verdicts.last[1][2])  # what this call's cache hit runs
     for i in range(len(rest) - 1, -1, -1):
-        plan.rest = rest[:i]
+        plan.hits = {idle: (rest[:i], attach) for idle, (_, attach) in plan.hits.items()}
         phase(f"  without {rest[i].__name__}")
     guard.run = lambda plan, call, crashed, key: None
     phase("  without running contracts (cache lookup, view)")
-    type(plan).key = lambda self, args, kwargs: None
-    phase("  without the verdict key (wrapper, binding)")
+    spec.entry = lambda args, kwargs, full: None
+    type(spec).enter = lambda self, args, kwargs, full: None
+    phase("  without the entry (key, binding, Call): wrapper")
     print("\n".join(labels))
 
 

@@ -114,3 +114,24 @@ def test_unknown_placeholder_counts_as_passed_but_has_no_value():
     assert isinstance(layout, Unknown)
     assert ctx.values.candidates(layout, layout) == [layout]
     assert ctx.dtypes.infer(layout, layout) == [None]
+
+
+def test_operator_names_search_as_the_alternation_regex():
+    """OperatorNames (substring tests, names holding another left out) answers as the one
+    alternation regex of the catalog's names it stands for."""
+    import random
+    import re
+
+    from kvlint.analysis.summaries import operator_words
+    from kvlint.catalog import load_catalog
+
+    words = operator_words(load_catalog())
+    regex = re.compile(words.pattern)
+    names = sorted(load_catalog().operator_names())
+    pieces = [n.encode() for n in names] + [n.encode()[:-1] for n in names] + [
+        b"npu_", b"_", b" ", b"\n", b"torch_npu.", b"update", b"attention", b"x"]
+    rng = random.Random(11)
+    for _ in range(5000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        assert (words.search(data) is not None) == (regex.search(data) is not None), data
+    assert len(words.words) < len(names)  # the workspace twins hold their operator's name

@@ -59,17 +59,36 @@ class ForwardingSummary:
         return bool(self.to_keyword or self.to_position or self.args_forwarded or self.kwargs_forwarded)
 
 
-_WORDS: Dict[int, "re.Pattern[bytes]"] = {}
+class OperatorNames:
+    """`search(data)`: does `data` hold an operator name of the catalog (a module without one
+    holds no adapter: it is not parsed to look for one)? The names are substrings tested one
+    by one, those holding another name left out: at memchr speed, where the one alternation
+    regex of the names (`pattern`, the cache key Project.mentions files it under) tries every
+    name at every byte (0.5 ms for a 40 KB module)."""
+
+    flags = 0
+
+    def __init__(self, names):
+        words = sorted({n.encode() for n in names}, key=lambda w: (len(w), w))
+        self.words = [w for k, w in enumerate(words) if not any(o in w for o in words[:k])]
+        self.pattern = b"|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+    def search(self, data: bytes) -> Optional[bytes]:
+        for w in self.words:
+            if w in data:
+                return w
+        return None
 
 
-def operator_words(catalog) -> "re.Pattern[bytes]":
-    """A bytes regex of every operator name of the catalog (a module without one holds no
-    adapter: it is not parsed to look for one)."""
-    pattern = _WORDS.get(id(catalog))
-    if pattern is None:
-        names = sorted(catalog.operator_names(), key=len, reverse=True)
-        pattern = _WORDS[id(catalog)] = re.compile(b"|".join(re.escape(n.encode()) for n in names))
-    return pattern
+_WORDS: Dict[int, OperatorNames] = {}
+
+
+def operator_words(catalog) -> OperatorNames:
+    """The catalog's OperatorNames, one object per catalog."""
+    found = _WORDS.get(id(catalog))
+    if found is None:
+        found = _WORDS[id(catalog)] = OperatorNames(catalog.operator_names())
+    return found
 
 
 def _param_of(expr: ast.expr, params: frozenset) -> Optional[str]:
@@ -146,7 +165,7 @@ def _returns(func: ast.AST, call: ast.Call, tracer: ValueTracer) -> bool:
 class AdapterResolver:
     """Resolves calls of adapters to the operator they forward to (see the module doc)."""
 
-    def __init__(self, resolver: OperatorResolver, operator_words: "re.Pattern[bytes]"):
+    def __init__(self, resolver: OperatorResolver, operator_words: OperatorNames):
         self.resolver = resolver
         self.tracer = resolver.tracer
         self.index = resolver.index

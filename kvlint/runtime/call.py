@@ -60,10 +60,13 @@ def capturing() -> bool:
 class Call:
     """`args[name]` is every schema argument (given or defaulted); `passed(name)` tells whether
     the caller passed it; contracts report through `fail()`. `view` is the operator family's
-    derived view (FA: `FaView`), set by the family's first contract."""
+    derived view (FA: `FaView`), set by the family's first contract. `stamps`: None, or
+    `(t1, version1, data_pointer1, t2, version2, data_pointer2)`, two tensors' version counter and
+    data pointer as an earlier contract of this call read them (the paged values' memo: the table
+    and the KV lengths), so that a later one (KV401) does not read them again."""
 
     __slots__ = ("op", "name", "args", "kwargs", "positional", "npos", "full", "findings", "view", "tracing",
-                 "_frame")
+                 "_frame", "stamps")
 
     def __init__(self, op, name: str, args: Dict[str, Any], kwargs, positional, npos: int, full: bool,
                  tracing: bool = False):
@@ -78,6 +81,7 @@ class Call:
         self.view = None
         self.tracing = tracing  # arguments are meta stand-ins of traced tensors (kvlint.runtime.tracing)
         self._frame = False
+        self.stamps = None
 
     def get(self, name: Optional[str], default=None):
         if not name:

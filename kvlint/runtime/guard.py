@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -32,7 +32,7 @@ from kvlint.runtime import callsite, tracing
 from kvlint.runtime.call import Call
 from kvlint.runtime.errors import ContractError, ContractWarning, Violation
 from kvlint.runtime.registry import base_name as _base_name
-from kvlint.runtime.registry import clear_verdicts, plan_named, run
+from kvlint.runtime.registry import clear_verdicts, key_source, pattern_of, per_pattern, plan_named, run
 
 MODES = ("raise", "warn", "collect")
 CHECKS = ("meta", "full")
@@ -75,9 +75,11 @@ class GuardHandle:
 
 
 class _Spec:
-    """What the wrapper needs per operator overload, computed once at patch time."""
+    """What the wrapper needs per operator overload, computed once at patch time. `entry` is
+    the entry function of the last call pattern seen (`_entry_function`), `entries` those of
+    every pattern seen (None: that pattern takes the generic path, `enter`)."""
 
-    __slots__ = ("op", "name", "positional", "defaults", "plan", "names", "bind")
+    __slots__ = ("op", "name", "positional", "defaults", "plan", "names", "bind", "entry", "entries")
 
     def __init__(self, op):
         self.op = op
@@ -87,6 +89,76 @@ class _Spec:
         self.plan = plan_named(op.name)
         self.names = frozenset(p.name for p in op.params)
         self.bind = _binder(self.positional, self.defaults)
+        self.entry = _no_entry
+        self.entries: Dict[tuple, Optional[Callable]] = {}
+
+    def enter(self, args, kwargs, full: bool):
+        """(call, verdict key) for a call the last pattern's entry function did not take: this
+        pattern's entry function (generated on first sight), else the generic path (binding,
+        tracing's stand-ins, `Plan.key`); None when a traced size has no hint (not checked)."""
+        entry = per_pattern(self.entries, pattern_of(args, kwargs), self._entry_or_none)
+        if entry is not None:
+            self.entry = entry
+            found = entry(args, kwargs, full)
+            if found is not None:
+                return found
+        bound = self.bind(args, kwargs)
+        traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)
+        if traced:
+            bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
+            if bound is None:
+                return None
+        call = Call(self.op, self.name, bound, kwargs, self.positional, len(args), full, traced)
+        # traced calls: sizes are hints of symbolic ones, not a signature to reuse
+        return call, None if traced else self.plan.key(args, kwargs)
+
+
+    def _entry_or_none(self, pattern: tuple) -> Optional[Callable]:
+        return _entry_function(self, pattern) if _fast(pattern[2]) else None
+
+
+def _no_entry(args, kwargs, full):
+    return None
+
+
+_ENTRY_SCALARS = (str, int, float, bool, type(None), list, tuple)
+
+
+def _fast(types) -> bool:
+    """May a pattern with these value types take an entry function? Plain tensors, scalars,
+    None and lists only: a tensor subclass (FakeTensor, FunctionalTensor under tracing, a
+    Parameter) takes the generic path."""
+    return all(cls is _Tensor or cls in _ENTRY_SCALARS for cls in types)
+
+
+def _entry_function(spec: _Spec, pattern: tuple) -> Callable:
+    """The guard's entry for one call pattern (`registry.pattern_of`), generated once:
+    `entry(args, kwargs, full)` returns None when the call does not have the pattern, else
+    (call, verdict key): the pattern's key function's tests and reads, the binding of every
+    schema argument (the defaults, the positional values, the keywords) and the `Call`, in one
+    function (the generic path: `bind`, `Call(...)`, `Plan.key`, three calls)."""
+    npos, names = pattern[0], pattern[1]
+    env: Dict[str, Any] = {"_defaults": spec.defaults, "_new": Call.__new__, "_Call": Call, "_op": spec.op,
+                           "_name": spec.name, "_positional": spec.positional}
+    lines, key = key_source(pattern, env)
+    binds = [f"    bound[{name!r}] = a{i}" for i, name in zip(range(npos), spec.positional)]
+    binds += [f"    bound[{name!r}] = k{i}" for i, name in enumerate(names)]
+    source = "\n".join([
+        "def entry(args, kwargs, full):", *lines,
+        "    bound = _defaults.copy()", *binds,
+        "    call = _new(_Call)",
+        *(f"    call.{slot} = {value}" for slot, value in _call_slots(npos)),
+        f"    return call, {key}"])
+    exec(compile(source, __file__, "exec"), env)  # noqa: S102 - from the schema's and the pattern's names
+    return env["entry"]
+
+
+def _call_slots(npos: int):
+    """What `Call.__init__` sets, as (slot, expression) for an entry function (a test compares
+    both ways of making a Call)."""
+    return (("op", "_op"), ("name", "_name"), ("args", "bound"), ("kwargs", "kwargs"),
+            ("positional", "_positional"), ("npos", str(npos)), ("full", "full"), ("findings", "[]"),
+            ("view", "None"), ("tracing", "False"), ("_frame", "False"), ("stamps", "None"))
 
 
 def _binder(positional: Tuple[str, ...], defaults: dict):
@@ -246,15 +318,10 @@ class _Guarded:
         handle = own[-1] if own and own[-1].active else _current()
         if handle is not None:
             spec = self._spec
-            bound = spec.bind(args, kwargs)
-            traced = bool(args) and type(args[0]) is not _Tensor and isinstance(args[0], _Tensor)
-            if traced:
-                bound = tracing.concrete(bound)  # hints for symbolic sizes, meta stand-ins
-            if bound is not None:
-                call = Call(spec.op, spec.name, bound, kwargs, spec.positional, len(args), handle.full, traced)
-                # traced calls: sizes are hints of symbolic ones, not a signature to reuse
-                plan = spec.plan
-                run(plan, call, _crashed, None if traced else plan.key(args, kwargs))
+            found = spec.entry(args, kwargs, handle.full) or spec.enter(args, kwargs, handle.full)
+            if found is not None:
+                call, key = found
+                run(spec.plan, call, _crashed, key)
                 if call.findings:
                     if kwargs:  # an unknown keyword explains the rest (v2's num_heads leaves num_query_heads at 1)
                         finding = _keyword_finding(spec, kwargs, None)

@@ -41,11 +41,20 @@ _MODULE_ORDER = ("fa.contracts", "fa.paged", "fa.quant_out", "fa.quant_in", "fus
 STATEFUL_MODULES = frozenset({"kvlen.contracts"})
 
 
-def contract(*names: str, pure: bool = False):
+def contract(*names: str, pure: bool = False, works: Optional[Callable] = None, detached: bool = False):
     """Register `fn` for the operator base names `names`. `pure`: shape-only (see the module
-    docstring); its verdict is cached per call signature."""
+    docstring); its verdict is cached per call signature. For the other contracts (run on every
+    call), what a cache hit may skip: `works(call)`, evaluated once per cached verdict right after
+    the pure contracts ran, says whether `fn` has anything to check in calls with that verdict
+    (it may read the family view's numbers and the operator name, never a value, the mode or
+    state; `fn` itself must return at once when it says no); a hit runs only the contracts
+    that work. `detached`: `fn` reads only the view's numbers (never its tensors: it takes
+    them from `call.args`) and never writes the view, so a hit whose contracts are all detached
+    hands them the verdict's detached view instead of a copy with the call's tensors."""
     def register(fn):
         fn.kvlint_pure = pure
+        fn.kvlint_works = works
+        fn.kvlint_detached = detached
         for name in names:
             _REGISTRY.setdefault(name, []).append(fn)
         return fn
@@ -140,12 +149,15 @@ def signature(args, kwargs) -> Optional[tuple]:
 
 # ------------------------------------------------------------------------------ key functions
 # The guard's fast signature: per call pattern (how many positional arguments, which keywords,
-# each value's exact type), a function generated once that tests the pattern and returns the
-# signature's reads in one straight-line expression, with no loop and no per-value type branch.
-# Its key is (pattern token, per tensor: shape, dtype, True or strides; per str/int/float/bool:
-# the value; per list or tuple of ints: its length; None: nothing), so it holds what
-# `signature()` holds: one verdict per key. Keyword order is not in it: contracts read
-# arguments by name (a call with the same keywords in another order gets the same verdict).
+# each value's exact type, which tensor values are the same object as an earlier one), a
+# function generated once that tests the pattern and returns the signature's reads in one
+# straight-line expression, with no loop and no per-value type branch. Its key is (pattern
+# token, per tensor not an alias of an earlier value: shape, dtype, True or strides; per
+# str/int/float/bool: the value; per list or tuple of ints: its length; None and an alias:
+# nothing), so it holds what `signature()` holds: one verdict per key (an alias, e.g. MLA's key
+# passed as the value, has the metadata of the tensor it is: reading it again adds nothing).
+# Keyword order is not in it: contracts read arguments by name (a call with the same keywords in
+# another order gets the same verdict).
 PATTERNS_PER_OPERATOR = 64     # patterns kept per operator; they start afresh past that
 _SCALARS = (str, int, float, bool)
 _SEQUENCES = (list, tuple)
@@ -167,15 +179,35 @@ def _keyable(cls) -> bool:
     return cls in _SCALARS or cls is type(None) or cls in _SEQUENCES or issubclass(cls, _Tensor)
 
 
-def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
-    """The key function of one call pattern: `fn(args, kwargs)` returns None when the call does
-    not have this pattern (or a list holds anything but ints), else the call's key. `types`:
-    the exact types of the positional values, then of the keyword values (in `names` order);
-    each must pass `_keyable`."""
-    env: Dict[str, Any] = {"_token": _Pattern((npos, names, types)), "_int": int}
+def aliases_of(values, types) -> tuple:
+    """(j, i) for each tensor value j that is the very object of an earlier tensor value i (the
+    first one): part of a call pattern."""
+    found = []
+    for j, cls in enumerate(types):
+        if isinstance(cls, type) and issubclass(cls, _Tensor):
+            for i in range(j):
+                if values[i] is values[j]:
+                    found.append((j, i))
+                    break
+    return tuple(found)
+
+
+def pattern_of(args, kwargs) -> tuple:
+    """The call pattern of `key_source`: (npos, keyword names, value types, aliases)."""
+    types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
+    return (len(args), tuple(kwargs), types, aliases_of((*args, *kwargs.values()), types))
+
+
+def key_source(pattern: tuple, env: Dict[str, Any]) -> Tuple[List[str], str]:
+    """The body of a key function of call pattern `pattern` (`pattern_of`; every type passes
+    `_keyable`): lines (indented for a function of `args, kwargs`) that return None when the
+    call does not have the pattern (or a list holds anything but ints) and otherwise leave the
+    values in locals a0.. (positional) and k0.. (keywords, in the pattern's order), and the key's
+    expression. Adds the names the lines use to `env`."""
+    npos, names, types, aliases = pattern
+    env.update({"_token": _Pattern(pattern), "_int": int})
     values = [f"a{i}" for i in range(npos)] + [f"k{i}" for i in range(len(names))]
-    lines = ["def key(args, kwargs):",
-             f"    if len(args) != {npos} or len(kwargs) != {len(names)}:",
+    lines = [f"    if len(args) != {npos} or len(kwargs) != {len(names)}:",
              "        return None"]
     if npos:
         lines.append(f"    {', '.join(values[:npos])}, = args")
@@ -184,10 +216,14 @@ def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
         lines.extend(f"        k{i} = kwargs[{name!r}]" for i, name in enumerate(names))
         lines.append("    except KeyError:")
         lines.append("        return None")
+    alias = dict(aliases)
     tests, loops, items = [], [], ["_token"]
     for i, (value, cls) in enumerate(zip(values, types)):
         if cls is type(None):
             tests.append(f"{value} is not None")
+            continue
+        if i in alias:
+            tests.append(f"{value} is not {values[alias[i]]}")
             continue
         env[f"_t{i}"] = cls
         tests.append(f"type({value}) is not _t{i}")
@@ -202,9 +238,33 @@ def key_function(npos: int, names: Tuple[str, ...], types: tuple) -> Callable:
         lines.append(f"    if {' or '.join(tests)}:")
         lines.append("        return None")
     lines.extend(loops)
-    lines.append(f"    return ({', '.join(items)},)")
-    exec("\n".join(lines), env)  # noqa: S102 - generated from the pattern's names and types, never from values
+    return lines, f"({', '.join(items)},)"
+
+
+def key_function(pattern: tuple) -> Callable:
+    """The key function of one call pattern (`pattern_of`): `fn(args, kwargs)` returns None when
+    the call does not have this pattern (or a list holds anything but ints), else the call's
+    key. Each of the pattern's types must pass `_keyable`."""
+    env: Dict[str, Any] = {}
+    lines, key = key_source(pattern, env)
+    source = "\n".join(["def key(args, kwargs):", *lines, f"    return {key}"])
+    exec(source, env)  # noqa: S102 - generated from the pattern's names and types, never from values
     return env["key"]
+
+
+def _key_function_or_none(pattern: tuple) -> Optional[Callable]:
+    return key_function(pattern) if all(map(_keyable, pattern[2])) else None
+
+
+def per_pattern(table: Dict[tuple, Optional[Callable]], pattern: tuple, make: Callable) -> Optional[Callable]:
+    """`make(pattern)`, made once per pattern and kept in `table` (at most
+    PATTERNS_PER_OPERATOR patterns: past that the table starts afresh)."""
+    if pattern in table:
+        return table[pattern]
+    if len(table) >= PATTERNS_PER_OPERATOR:
+        table.clear()
+    made = table[pattern] = make(pattern)
+    return made
 
 
 class _Verdicts(dict):
@@ -227,7 +287,7 @@ class Plan:
     `rest` (every call), and the cached verdicts: signature -> (view template, findings without
     their site)."""
 
-    __slots__ = ("pure", "rest", "verdicts", "keyfn", "patterns")
+    __slots__ = ("pure", "rest", "verdicts", "keyfn", "patterns", "hits")
 
     def __init__(self, contracts):
         self.pure = tuple(fn for fn in contracts if getattr(fn, "kvlint_pure", False))
@@ -235,6 +295,32 @@ class Plan:
         self.verdicts = _Verdicts()
         self.keyfn: Optional[Callable] = None   # the key function of the last call pattern seen
         self.patterns: Dict[tuple, Optional[Callable]] = {}
+        # a verdict's idle contracts (`works` said no) -> (the rest a hit runs, whether it needs
+        # the view with the call's tensors)
+        self.hits: Dict[frozenset, Tuple[tuple, bool]] = {}
+
+    def hit(self, idle: frozenset) -> Tuple[tuple, bool]:
+        """(the contracts a cache hit runs, whether they need the attached view) for a verdict
+        whose idle contracts are `idle`."""
+        found = self.hits.get(idle)
+        if found is None:
+            rest = tuple(fn for fn in self.rest if fn not in idle)
+            found = self.hits[idle] = (rest, not all(getattr(fn, "kvlint_detached", False) for fn in rest))
+        return found
+
+    def idle(self, call) -> frozenset:
+        """The contracts of `rest` that say (`works`) they have nothing to check in a call with
+        this call's verdict; one whose `works` fails counts as working."""
+        idle = []
+        for fn in self.rest:
+            works = getattr(fn, "kvlint_works", None)
+            if works is not None:
+                try:
+                    if not works(call):
+                        idle.append(fn)
+                except Exception:  # noqa: BLE001 - then the contract runs on every hit
+                    pass
+        return frozenset(idle)
 
     def key(self, args, kwargs) -> Optional[tuple]:
         """The call's verdict key (None: not cached): the last pattern's key function's, else
@@ -245,16 +331,7 @@ class Plan:
             key = keyfn(args, kwargs)
             if key is not None:
                 return key
-        names = tuple(kwargs)
-        types = tuple(map(type, args)) + tuple(map(type, kwargs.values()))
-        pattern = (len(args), names, types)
-        patterns = self.patterns
-        if pattern in patterns:
-            keyfn = patterns[pattern]
-        else:
-            if len(patterns) >= PATTERNS_PER_OPERATOR:
-                patterns.clear()
-            keyfn = patterns[pattern] = key_function(len(args), names, types) if all(map(_keyable, types)) else None
+        keyfn = per_pattern(self.patterns, pattern_of(args, kwargs), _key_function_or_none)
         if keyfn is None:
             return signature(args, kwargs)
         self.keyfn = keyfn
@@ -305,12 +382,14 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
             if entry is not None:
                 verdicts.last = (key, entry)
     if entry is not None:
-        template, findings = entry
+        template, findings, idle = entry
+        rest, attach = plan.hits.get(idle) or plan.hit(idle)
         if template is not None:
-            call.view = template.attached(call.args)
+            call.view = template.attached(call.args) if attach else template
         if findings:
             _replay(call, findings)
     else:
+        rest = plan.rest
         before, clean = len(call.findings), True
         for fn in plan.pure:
             try:
@@ -327,10 +406,11 @@ def run(plan: Plan, call, crashed: Callable, key: Optional[tuple]) -> None:
             view = call.view
             entry = (view.detached() if view is not None else None,
                      tuple((f.code, f.op, f.argument, f.expected, f.given, f.consequence, f.severity)
-                           for f in call.findings[before:]))
+                           for f in call.findings[before:]),
+                     plan.idle(call))
             verdicts[key] = entry
             verdicts.last = (key, entry)
-    for fn in plan.rest:
+    for fn in rest:  # a miss runs them all: what a hit skips must find nothing (tests compare both)
         try:
             fn(call)
         except ContractError:

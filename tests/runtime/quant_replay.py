@@ -1,6 +1,8 @@
 """The quantization conformance tests' shared checks (test_post_quant, test_quant_*): an accepted
 case passes the guard in collect mode, a rejected one raises KV518 naming `words` under patch(),
 and check_call() agrees on both. Cases are (operator, positional args, keyword args)."""
+import warnings
+
 import pytest
 from test_conformance import _collect, _op  # the same replay helpers (meta tensors, collect mode)
 
@@ -71,3 +73,36 @@ def bare_call(op_name: str, args: dict):
     full = {p.name: p.default for p in op.params if not p.required}
     full.update(args)
     return call_module.Call(op, registry.base_name(op.name), full, dict(args), (), 0, False)
+
+
+def coded_conformance_tests(accepted: dict, rejected: dict) -> tuple:
+    """Like conformance_tests, for rejects of any code: `rejected` maps a name to (case, code,
+    words). Returns (accepted passes the guard, check_call accepts it, rejected raises `code` with
+    `words` under patch(), check_call reports `code` as its first error)."""
+    @pytest.mark.parametrize("name", sorted(accepted))
+    def test_accepted_by_the_operator_passes_the_guard(name):
+        passes(accepted[name])
+
+    @pytest.mark.parametrize("name", sorted(accepted))
+    def test_check_call_accepts_it_too(name):
+        op_name, args, kwargs = accepted[name]
+        assert [f.message for f in check_call(op_name, _bound(args, kwargs)) if f.severity == "error"] == []
+
+    @pytest.mark.parametrize("name", sorted(rejected))
+    def test_rejected_by_the_operator_raises_with_its_code(name):
+        (op_name, args, kwargs), code, words = rejected[name]
+        # a unit test's scale 1.0 warns KV103 before the reject: the warning is not the subject
+        with warnings.catch_warnings(), kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
+            warnings.simplefilter("ignore", kvlint.ContractWarning)
+            _op(op_name)(*args, **kwargs)
+        assert (info.value.code, words in str(info.value)) == (code, True), str(info.value)
+
+    @pytest.mark.parametrize("name", sorted(rejected))
+    def test_check_call_reports_the_same_code_first(name):
+        """(the first error: a warning such as KV103 for a unit test's scale 1.0 does not raise)"""
+        (op_name, args, kwargs), code, _ = rejected[name]
+        found = check_call(op_name, _bound(args, kwargs))
+        assert [f.code for f in found if f.severity == "error"][:1] == [code]
+
+    return (test_accepted_by_the_operator_passes_the_guard, test_check_call_accepts_it_too,
+            test_rejected_by_the_operator_raises_with_its_code, test_check_call_reports_the_same_code_first)

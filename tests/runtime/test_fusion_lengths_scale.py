@@ -185,3 +185,25 @@ def test_reference_ignores_a_length_list_outside_tnd():
     full = torch.ops.npu.npu_fusion_attention(q, k, v, 4, "BSND", scale=0.25)[0]
     with_list = torch.ops.npu.npu_fusion_attention(q, k, v, 4, "BSND", scale=0.25, actual_seq_qlen=[3, 5])[0]
     assert torch.equal(full, with_list)
+
+
+def test_the_new_shape_checks_read_no_values(monkeypatch):
+    """fusion_shapes (with the length lists outside TND) and fusion_scale are pure: their verdict is
+    cached per signature, which holds a list's length, never its entries."""
+    from test_verdict_cache import _call, bound
+
+    from kvlint.runtime import call as call_module
+    from kvlint.runtime.families.fusion.contracts import fusion_scale, fusion_shapes
+
+    def no_values(*args, **kwargs):
+        raise AssertionError("a pure contract read values")
+    monkeypatch.setattr(call_module.Call, "int_list", no_values)
+    monkeypatch.setattr(call_module.Call, "readable", no_values)
+    cases = [*ACCEPTED.values(), *(case for case, _, _ in REJECTED.values())]
+    cases += [bsnd(op, **{which: lists(op, [3, 5], [3, 5])[which]}) for op in OPS
+              for which in ("actual_seq_qlen", "actual_seq_kvlen")]
+    for case in cases:
+        call = _call(*bound(case))
+        fusion_shapes(call)
+        if call.name != "npu_fusion_attention":  # fusion_scale's operators: _v2 and _v3
+            fusion_scale(call)

@@ -6,6 +6,7 @@ import pytest
 import test_post_quant
 import test_quant_antiquant
 import test_quant_gqa_nz
+import test_quant_int4
 import test_quant_mla
 import test_quant_mla_misc
 import test_quant_prefill
@@ -18,7 +19,7 @@ from kvlint.runtime import call as call_module
 from kvlint.runtime import registry
 from kvlint.runtime.families.fa import quant_in, quant_out
 
-MODULES = (test_post_quant, test_quant_antiquant, test_quant_gqa_nz, test_quant_mla, test_quant_mla_misc, test_quant_prefill,
+MODULES = (test_post_quant, test_quant_antiquant, test_quant_gqa_nz, test_quant_int4, test_quant_mla, test_quant_mla_misc, test_quant_prefill,
            test_quant_split, test_quant_tnd_prefill)
 CASES = {}
 for module in MODULES:
@@ -37,7 +38,7 @@ def test_the_quant_contracts_are_registered_pure():
                  if callable(fn) and hasattr(fn, "kvlint_pure")]
     assert {fn.__name__ for fn in contracts} == {"antiquant_split", "fia_route_quant", "prefill_bmm_factors",
                                                   "mla_antiquant", "mla_full_quant", "post_quant_ifa",
-                                                  "post_quant_pfa", "post_quant_mla", "tnd_prefill_io", "gqa_kv_nz"}
+                                                  "post_quant_pfa", "post_quant_mla", "tnd_prefill_io", "gqa_kv_nz", "int4_cache"}
     assert all(fn.kvlint_pure for fn in contracts), [fn.__name__ for fn in contracts if not fn.kvlint_pure]
 
 

@@ -6,7 +6,7 @@ value, an int8 output and KV antiquant, before any other quantization check; FIA
 32-alignment with int8 first, and its CheckDequantParams (antiquant_mode, dequant_scale_query)."""
 import torch
 from quant_replay import conformance_tests, unchecked_test
-from test_quant_prefill import F32, FIA_FULL, FULL, H, I8, m, one
+from test_quant_prefill import F32, FIA_FULL, FULL, I8, H, m, one
 
 BF = torch.bfloat16
 LENS = dict(actual_seq_lengths=[3, 8], actual_seq_lengths_kv=[3, 8])

@@ -2,6 +2,7 @@
 never changes a verdict: with and without it, check_call() and the guard report the same
 findings; a call with the signature of a cached one but other values (lengths, block ids) or
 another shape still gets its own verdict; the shape-only contracts read no values."""
+import re
 import warnings
 
 import pytest
@@ -263,13 +264,9 @@ def _sorted_signature(args, kwargs):
     return signature(args, dict(sorted(kwargs.items())))
 
 
-def test_key_function_keys_what_the_signature_keys():
-    ok = _paged_call([3, 130])
-    q, cache = ok["query"], ok["key"]
-    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
-    base = _key((q, cache, cache), rest)
-    assert base is not None and base == _key((q, cache, cache), dict(rest))
-    changed = {
+def _changed_calls(q, cache, rest):
+    """Calls that differ from `(q, cache, cache), rest` in one item of its signature."""
+    return {
         "a shape": ((q[:1], cache, cache), rest),
         "a dtype": ((q.float(), cache, cache), rest),
         "contiguity": ((torch.randn(2, 1, 128).to(H)[..., ::2], cache, cache), rest),
@@ -284,6 +281,15 @@ def test_key_function_keys_what_the_signature_keys():
         "one keyword less": ((q, cache, cache), {k: v for k, v in rest.items() if k != "scale"}),
         "positional -> keyword": ((q, cache), dict(rest, value=cache)),
     }
+
+
+def test_key_function_keys_what_the_signature_keys():
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    base = _key((q, cache, cache), rest)
+    assert base is not None and base == _key((q, cache, cache), dict(rest))
+    changed = _changed_calls(q, cache, rest)
     for what, (args, kwargs) in changed.items():
         assert _key(args, kwargs) != base, what
         assert _sorted_signature(args, kwargs) != _sorted_signature((q, cache, cache), rest), what
@@ -361,3 +367,207 @@ def test_binder_binds_like_the_schema():
     assert bind((), {}) == {"scale": 1.0, "num_heads": 1}
     assert bind((1, 2, 3, 4), {}) == {"scale": 1.0, "num_heads": 1, "query": 1, "key": 2, "value": 3}
     assert _binder((), {"x": None})((), {"y": 2}) == {"x": None, "y": 2}
+
+
+# ------------------------------------------------------------------ the guard's entry functions
+def _spec(op_name=FIA):
+    from kvlint.runtime.guard import _Spec
+
+    return _Spec(registry._catalog_operator(op_name, None))
+
+
+def _entry_key(spec, args, kwargs):
+    """The verdict key the guard computes for a call: its pattern's entry function's."""
+    found = spec.entry(args, kwargs, False) or spec.enter(args, kwargs, False)
+    return found[1]
+
+
+def test_entry_builds_the_call_the_constructor_builds():
+    from kvlint.runtime.call import Call
+    from kvlint.runtime.guard import _entry_function
+
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    spec = _spec()
+    for args, kwargs in [((q, cache, cache), rest), ((q,), dict(rest, key=cache, value=cache.clone())),
+                         ((), dict(ok))]:
+        entry = _entry_function(spec, registry.pattern_of(args, kwargs))
+        for full in (False, True):
+            call, key = entry(args, kwargs, full)
+            plain = Call(spec.op, spec.name, spec.bind(args, kwargs), kwargs, spec.positional, len(args), full)
+            for slot in Call.__slots__:
+                assert getattr(call, slot) == getattr(plain, slot), slot
+            assert key[1:] == registry.key_function(registry.pattern_of(args, kwargs))(args, kwargs)[1:]
+        assert entry(args, dict(kwargs, extra=1), False) is None  # another pattern: not this entry's call
+
+
+def test_entry_keys_what_the_signature_keys():
+    """A value that changes the verdict changes the guard's key (or its pattern)."""
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    spec = _spec()
+    base = _entry_key(spec, (q, cache, cache), rest)
+    assert base is not None and _entry_key(spec, (q, cache, cache), dict(rest)) == base
+    copy = cache.clone()
+    assert _entry_key(spec, (q.clone(), copy, copy), dict(rest, block_table=ok["block_table"].clone(),
+                                                          actual_seq_lengths_kv=torch.tensor([5, 9]))) \
+        == base  # other tensors and values, the same shapes: one verdict
+    other_cache = torch.randn(4, 128, 32).to(H)
+    changed = dict(_changed_calls(q, cache, rest), **{
+        "the table's dtype": ((q, cache, cache), dict(rest, block_table=ok["block_table"].long())),
+        "the table's shape": ((q, cache, cache), dict(rest, block_table=ok["block_table"][:1])),
+        "the value, not an alias, of another shape": ((q, cache, torch.randn(4, 128, 48).to(H)), rest),
+        "the value, not an alias, of another dtype": ((q, cache, cache.float()), rest),
+    })
+    for what, (args, kwargs) in changed.items():
+        assert _entry_key(spec, args, kwargs) != base, what
+        assert _sorted_signature(args, kwargs) != _sorted_signature((q, cache, cache), rest), what
+    # the key passed as the value (MLA's calls) is read once: another pattern than two tensors
+    # of the same metadata, with the same signature, each its own key
+    two = _entry_key(spec, (q, cache, other_cache), rest)
+    assert two != base and _sorted_signature((q, cache, other_cache), rest) == _sorted_signature((q, cache, cache),
+                                                                                                   rest)
+    # the last pattern's entry takes any call it can key: an aliased call after the unaliased
+    # pattern gets that pattern's (full) key, a key of its own, hence a verdict of its own
+    assert _entry_key(spec, (q, other_cache, other_cache), rest) == two
+    assert _entry_key(_spec(), (q, other_cache, other_cache), rest)[1:] == base[1:]  # a fresh guard: aliased
+
+
+def test_a_tensor_subclass_takes_the_generic_path():
+    """Parameters and traced tensors (FakeTensor, FunctionalTensor) never take an entry function."""
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    spec = _spec()
+    spec.enter((torch.nn.Parameter(q, requires_grad=False), cache, cache), rest, False)
+    assert list(spec.entries.values()) == [None]
+
+
+def _guard_findings(calls):
+    """Each call through the guard (collect mode): its findings but KV401's."""
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+    results = []
+    with kvlint.patch(mode="collect") as handle:
+        for args in calls:
+            before = len(handle.findings)
+            positional = (args["query"], args["key"], args["value"])
+            try:
+                fn(*positional, **{k: v for k, v in args.items() if k not in ("query", "key", "value")})
+            except Exception:  # noqa: BLE001 - the emulated operator rejects what the NPU rejects
+                pass
+            results.append([(f.code, f.argument, f.given) for f in handle.findings[before:] if f.code != "KV401"])
+    return results
+
+
+def _guard_mismatches(calls):
+    registry.clear_verdicts()
+    plain = [[(f.code, f.argument, f.given) for f in check_call(FIA, args, cache=False)] for args in calls]
+    return [(i, got, want) for i, (got, want) in enumerate(zip(_guard_findings(calls), plain)) if got != want]
+
+
+def _aliased(calls, draw):
+    """Some calls with the key cache passed as the value too (one object), others with a copy."""
+    for args in calls:
+        if draw(st.booleans()) and args["key"].shape == args["value"].shape:
+            args["value"] = args["key"]
+    return calls
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(one_signature(), min_size=1, max_size=3), st.data())
+def test_property_guard_hits_give_the_plain_verdict(groups, data):
+    """Calls sharing patterns through the guard (its entry functions, hits, skipped contracts and
+    detached views) get exactly check_call(cache=False)'s findings."""
+    calls = _aliased([args for group in groups for args in group], data.draw)
+    assert _guard_mismatches(calls + calls[::-1]) == []
+
+
+def _loose_cases():
+    """Per item a key could leave out: calls of one pattern that differ only in that item, the
+    later ones with another verdict, and the calls that would replay a wrong verdict without it."""
+    ok = _paged_call([3, 130])
+    wide = dict(ok, block_table=ok["block_table"].long())                               # KV301
+    wider = torch.randn(4, 128, 48).to(H)
+    heads = dict(ok, key=wider, value=wider)                                            # KV112
+    strided = dict(ok, query=torch.randn(2, 1, 128).to(H)[..., ::2])                    # KV114
+    return {
+        "dtypes": (lambda key: key.replace(".dtype", ".dim()"), [ok, ok, wide, wide, ok], [2, 3]),
+        "shapes": (lambda key: key.replace(".shape", ".dim()"), [ok, heads, heads, ok], [1, 2]),
+        "contiguity": (lambda key: re.sub(r"\((\w+)\.is_contiguous\(\) or \w+\.stride\(\)\)", "True", key),
+                       [ok, strided, ok], [1]),
+    }
+
+
+@pytest.mark.parametrize("item", sorted(_loose_cases()))
+def test_guard_mismatches_would_catch_a_key_too_loose(item, monkeypatch):
+    """The comparison above is sensitive: with a key that leaves out dtypes, shapes or contiguity,
+    a call replays the verdict of one that differs only there, and the mismatch shows."""
+    loosen, calls, wrong = _loose_cases()[item]
+    assert _guard_mismatches(calls) == []
+    real = registry.key_source
+
+    def loose(pattern, env):
+        lines, key = real(pattern, env)
+        return lines, loosen(key)
+    from kvlint.runtime import guard
+
+    monkeypatch.setattr(guard, "key_source", loose)
+    assert [i for i, _, _ in _guard_mismatches(calls)] == wrong
+
+
+# ------------------------------------------------------------------ what a hit skips
+def test_a_contract_without_work_returns_at_once(monkeypatch):
+    """For every conformance case, the per-call contracts that say (`works`) they have nothing to
+    check in calls with its verdict add no finding and read no value on the miss call itself."""
+    def no_values(*args, **kwargs):
+        raise AssertionError("a contract without work read values")
+    idle_seen = set()
+    for name, case in CASES.items():
+        op_name, args = bound(case)
+        plan = registry.plan_named(op_name)
+        call = _call(op_name, args)
+        for fn in plan.pure:
+            try:
+                fn(call)
+            except Exception:  # noqa: BLE001 - a crash is not cached; nothing to compare
+                break
+        else:
+            idle = plan.idle(call)
+            idle_seen |= {fn.__name__ for fn in idle}
+            before = len(call.findings)
+            monkeypatch.setattr(call_module.Call, "int_list", no_values)
+            monkeypatch.setattr(call_module.Call, "readable", no_values)
+            for fn in idle:
+                fn(call)
+            monkeypatch.undo()
+            assert len(call.findings) == before, name
+    assert {"lengths", "fa_paged_values", "mla_query_tokens"} <= idle_seen
+
+
+def test_hits_with_a_detached_view_still_read_the_values_and_leave_the_verdict_alone():
+    """A paged decode hit (its per-call contracts handed the verdict's detached view) reads the
+    call's own table and lengths; the cached view keeps no tensor and its numbers."""
+    fn = torch.ops.npu.npu_fused_infer_attention_score
+    ok = _paged_call([3, 130])
+    q, cache = ok["query"], ok["key"]
+    rest = {k: v for k, v in ok.items() if k not in ("query", "key", "value")}
+    registry.clear_verdicts()
+    with kvlint.patch(mode="collect") as handle:
+        def codes(**change):
+            before = len(handle.findings)
+            try:
+                fn(q, cache, cache, **dict(rest, **change))
+            except Exception:  # noqa: BLE001
+                pass
+            return [f.code for f in handle.findings[before:] if f.code != "KV401"]
+        assert codes() == codes() == []
+        template = registry.plan_named(FIA).verdicts.last[1][0]
+        numbers = template.numbers
+        assert codes(actual_seq_lengths_kv=torch.tensor([3, 300])) == ["KV314"]
+        assert codes(block_table=torch.tensor([[0, 1], [2, 99]], dtype=torch.int32)) == ["KV313"]
+        assert codes() == []
+    assert registry.plan_named(FIA).verdicts.last[1][0] is template and template.numbers is numbers
+    assert all(getattr(template, name) is None for name in ("q", "k", "v", "mask", "block_table", "query_rope",
+                                                           "key_rope"))

@@ -50,9 +50,17 @@ OP_LAYOUT_RANK = {"npu_fusion_attention": dict(CONTRACTS["fusion"]["layouts"])}
 FUSION_OPS = frozenset(FACTS.family("fusion_attention"))
 NOT_FUSION_OPS = tuple(op for op in FA_OPS if op not in FUSION_OPS)  # the dtype and contiguity checks
 NZ_BYTES = CONTRACTS["nz_bytes"]
+INT4_PACKED = getattr(torch, CONTRACTS["int4_packed_dtype"])
+INT4_PER_ELEMENT = CONTRACTS["int4_per_element"]
 SILENT_MASK_LEAD = list(CONTRACTS["silent_decode_mask"]["lead_dims"])
 SILENT_MASK_KV = CONTRACTS["silent_decode_mask"]["kv_above"]
 _Tensor = torch.Tensor
+
+
+def unpacked(t: "torch.Tensor") -> int:
+    """The real size of a KV tensor's last dim: eight int4 values per int32 element (rules/facts/
+    fa_contracts.toml int4_*)."""
+    return int(t.shape[-1]) * INT4_PER_ELEMENT if t.dtype == INT4_PACKED else int(t.shape[-1])
 
 
 class Roles:
@@ -220,10 +228,10 @@ def _paged_heads(call: Call, view: FaView, kv: int) -> None:
         view.cache_broken = True
         return
     if k.dim() == 3:
-        d = view.head_dim
-        if d and ks[2] != kv * d:
+        d, h = view.head_dim, unpacked(k)
+        if d and h != kv * d:
             call.fail("KV112", roles.kv_heads_arg, f"the paged cache's hidden size / the query's head dim = "
-                      f"{ks[2]} / {d} = {ks[2] / d:g} (cache (num_blocks, block_size, N_kv*D))", str(kv),
+                      f"{h} / {d} = {h / d:g} (cache (num_blocks, block_size, N_kv*D))", str(kv),
                       "the paged read splits the cache into the wrong heads")
             view.cache_broken = True
     elif ks[1] != kv:
@@ -280,9 +288,9 @@ def heads(call: Call) -> None:
         _paged_heads(call, view, kv)
         return
     if hidden:
-        if view.head_dim and int(k.shape[2]) != kv * view.head_dim:
+        if view.head_dim and unpacked(k) != kv * view.head_dim:
             call.fail("KV112", roles.kv_heads_arg,
-                      f"key hidden size / head dim = {int(k.shape[2]) / view.head_dim:g}", str(kv),
+                      f"key hidden size / head dim = {unpacked(k) / view.head_dim:g}", str(kv),
                       "the key is split into the wrong number of heads")
         return
     axis = HEAD_AXIS.get(base)  # NSD / NTD: dim 0, TND: dim 1 (key.shape[1])
@@ -305,15 +313,15 @@ def key_value_shapes(call: Call) -> None:
     rope = view.query_rope
     ks, vs = k.shape, v.shape  # plain ints: traced calls arrive concrete (kvlint.runtime.tracing)
     if ks == vs:
-        dk = dv = ks[2] * ks[4] if len(ks) == 5 else ks[-1]
+        dk = dv = ks[2] * ks[4] if len(ks) == 5 else unpacked(k)
     else:
         nz = view.paged and len(ks) == 5
         if len(ks) != len(vs) or ks[:-1] != vs[:-1] and not (nz and ks[:2] == vs[:2] and ks[3] == vs[3]):
             call.fail("KV113", "value", f"the key's shape {shape_of(k)} except in the head dim", shape_of(v),
                       "the operator errors out or reads past the value tensor")
             return
-        dk = ks[2] * ks[4] if nz else ks[-1]
-        dv = vs[2] * vs[4] if nz else vs[-1]
+        dk = ks[2] * ks[4] if nz else unpacked(k)
+        dv = vs[2] * vs[4] if nz else unpacked(v)
         if dv > dk or rope is not None:
             call.fail("KV113", "value", f"a head dim {'equal to' if rope is not None else '<='} the key's ({dk})"
                       + (" with query_rope" if rope is not None else ""), f"{dv} in {shape_of(v)}",
@@ -325,8 +333,8 @@ def key_value_shapes(call: Call) -> None:
             call.fail("KV113", "key", f"head dim {d} like the query", f"{dk} in {shape_of(k)}",
                       "Q.K^T is undefined")
         return
-    if view.base != "BSH" and view.base != "SBH" and d and ks[-1] != d:
-        call.fail("KV113", "key", f"head dim {d} like the query", str(ks[-1]), "Q.K^T is undefined")
+    if view.base != "BSH" and view.base != "SBH" and d and dk != d:
+        call.fail("KV113", "key", f"head dim {d} like the query", str(dk), "Q.K^T is undefined")
         return
     if view.base in _BATCH_FIRST and ks[0] != q.shape[0] or view.base == "SBH" and ks[1] != q.shape[1]:
         b = 1 if view.base == "SBH" else 0
@@ -557,13 +565,20 @@ def _mla_features(call: Call, view: FaView) -> None:
         view.mla_tokens = True  # the query lengths' values: mla_query_tokens, on every call
 
 
-@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2")
+def _mla_tokens_work(call: Call) -> bool:
+    """Has mla_query_tokens anything to check (its shape checks passed in MLA with TND)?"""
+    view = call.view
+    return view is not None and view.mla_tokens
+
+
+@contract("npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2", works=_mla_tokens_work,
+          detached=True)
 def mla_query_tokens(call: Call) -> None:
     """At most 16 query tokens per request in MLA with TND (FIA tiling_check_feature.cpp
     CheckFeatureActualSeqLensQData): reads the lengths, so not part of the cached shape verdict."""
-    view = call.view
-    if view is None or not view.mla_tokens:
+    if not _mla_tokens_work(call):
         return
+    view = call.view
     q_arg = view.roles.q_lens
     values = call.int_list(call.get(q_arg))
     if values:
@@ -802,19 +817,23 @@ def mask(call: Call) -> None:
 
 
 # ------------------------------------------------------------------------------ length lists
-@contract(*FA_OPS)
-def lengths(call: Call) -> None:
+def _lengths_work(call: Call) -> bool:
+    """Has `lengths` anything to check? TND lists and non-paged per-batch lists (paged ones:
+    paged.py; npu_fusion_attention's: fusion_values in TND, fusion_shapes outside it)."""
     view = call.view
-    if view is None:
+    return view is not None and call.name not in FUSION_OPS and (view.tnd or not view.paged)
+
+
+@contract(*FA_OPS, works=_lengths_work)
+def lengths(call: Call) -> None:
+    if not _lengths_work(call):
         return
+    view = call.view
     roles = view.roles
     q_arg, kv_arg = roles.q_lens, roles.kv_lens
     if view.tnd:
-        if call.name not in FUSION_OPS:  # npu_fusion_attention's TND lists: fusion_values
-            _tnd_lengths(call, view, q_arg, kv_arg)
+        _tnd_lengths(call, view, q_arg, kv_arg)
         return
-    if view.paged or call.name in FUSION_OPS:
-        return  # per-batch paged lengths: paged.py; npu_fusion_attention outside TND: fusion_shapes
     batch = view.batch
     for arg, is_q in ((q_arg, True), (kv_arg, False)):
         values = call.int_list(call.get(arg))

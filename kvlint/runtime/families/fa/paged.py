@@ -187,18 +187,28 @@ def fa_paged(call: Call) -> None:
         view.table_check = (params + (False,), params + (True,))  # the _VERIFIED keys, meta / full
 
 
-@contract(*PAGED_FA_OPS)
-def fa_paged_values(call: Call) -> None:
-    """The KV lengths and used block ids of a paged call whose form passed (fa_paged)."""
+def _paged_values_work(call: Call) -> bool:
+    """Has fa_paged_values anything to check (the table's form passed: fa_paged)?"""
     view = call.view
-    if view is None or view.table_check is None:
+    return view is not None and view.table_check is not None
+
+
+@contract(*PAGED_FA_OPS, works=_paged_values_work, detached=True)
+def fa_paged_values(call: Call) -> None:
+    """The KV lengths and used block ids of a paged call whose form passed (fa_paged). Reads its
+    tensors from the call's arguments: a cache hit may hand it the verdict's detached view."""
+    if not _paged_values_work(call):
         return
+    view = call.view
     params = view.table_check[call.full]
-    table, kv_lens = view.block_table, call.args.get(params[1])
+    args = call.args
+    table, kv_lens = args.get(view.roles.block_table), args.get(params[1])
     seen = _VERIFIED.get(params)
-    if (seen is not None and seen[0]() is table and seen[1]() is kv_lens and seen[2] == table._version
-            and seen[3] == kv_lens._version and seen[4] == table.data_ptr() and seen[5] == kv_lens.data_ptr()):
-        return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
+    if seen is not None and seen[0]() is table and seen[1]() is kv_lens:
+        stamps = (table, table._version, table.data_ptr(), kv_lens, kv_lens._version, kv_lens.data_ptr())
+        if seen[2] == stamps[1] and seen[3] == stamps[4] and seen[4] == stamps[2] and seen[5] == stamps[5]:
+            call.stamps = stamps  # read once: KV401 tracks these two tensors too
+            return  # table_values' own first test (_unchanged), inline: the hit path of every decode layer
     _, kv_lens_arg, batch, bs, num_blocks, exact, _ = params
     table_values(call, table, batch, bs, kv_lens_arg, num_blocks, exact, params)
 

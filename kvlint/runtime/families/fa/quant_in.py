@@ -10,15 +10,21 @@
   BMM dequant / quant factors, none of them with an fp16 query and an int8 output, and what FIA
   prefill refuses (antiquant_mode, v2's query dequant). `pfa_route` tells which FIA calls.
 - Quantized MLA on the IFA tiling (`mla_ifa_route`): no KV antiquant, and an int8 query's full
-  quantization (NZ paged cache, the query's / key's / value's dequant scales and modes). Its
-  output side (no int8 output) is quant_out.py's.
+  quantization (NZ paged cache, the query's / key's / value's dequant scales and modes), then no
+  kv padding, pse_shift, softmax LSE or shared prefix. Its output side (no int8 output) is
+  quant_out.py's.
+- TND prefill on the PFA tiling (`pfa_tnd_route`, `tnd_io_reject`; reported by quant_out.py
+  tnd_prefill_io): no all-int8 query/key/value, no int8 output, no KV antiquant.
+- GQA with an int8 NZ cache on the IFA tiling (`gqa_nz_route`, gqa_kv_nz) and KV int4 packed in
+  int32 (int4_cache).
 
 Reads only shapes, dtypes and scalar arguments (the call's signature): the query's, key's, value's
 and rope tensors' dtype, rank and element count, the view's heads, head dim, batch, query length,
 sparse_mode and layout, the key's and the block table's shapes, block_size, inner_precise, the
 query length list's length, the quantization tensors' shapes and dtypes, the modes and v2's dtype
 overrides. Data and source lines: rules/facts/fa_contracts.toml [fa_contracts.antiquant_split],
-[fa_contracts.prefill_quant], [fa_contracts.mla_quant], [fa_contracts.mla_full_quant]."""
+[fa_contracts.prefill_quant], [fa_contracts.mla_quant], [fa_contracts.mla_full_quant],
+[fa_contracts.mla_quant_misc], [fa_contracts.tnd_prefill], [fa_contracts.gqa_kv_nz], [fa_contracts.int4]."""
 from __future__ import annotations
 
 from typing import Optional
@@ -654,3 +660,42 @@ def _gqa_attributes(call: Call, view) -> None:
     if int(get(_QUERY_QUANT_MODE) or 0):
         call.fail("KV518", _QUERY_QUANT_MODE, "0 with an NZ cache", str(get(_QUERY_QUANT_MODE)),
                   why + "CheckGqaDefault: the query's quant mode should be the default)")
+
+
+# ------------------------------------------------------------------------------ int4 caches
+INT4 = CONTRACTS["int4"]
+_INT4 = getattr(torch, CONTRACTS["int4_packed_dtype"])
+_INT4_PAGED_BASES = frozenset(INT4["ifa_paged_bases"])
+
+
+@contract(*INT4["operators"], pure=True)
+def int4_cache(call: Call) -> None:
+    """KV int4 packed in int32 ([fa_contracts.int4]): D a multiple of 64; on the IFA tiling no
+    paged cache with a BNSD query, no int8 output, no non-empty kv_padding_size."""
+    view = call.view
+    if view is None or view.cache_broken or view.k.dtype != _INT4:
+        return
+    d, multiple = view.head_dim, INT4["head_dim_multiple"]
+    why = "the operator rejects the call (IFA "
+    if d and d % multiple:
+        call.fail("KV518", "query", f"a head dim that is a multiple of {multiple} with an int4 (int32-packed) cache",
+                  str(d), f"the operator rejects the call (D must be a multiple of {multiple} with an INT4 KV: IFA "
+                  "GetRopeAndGqaFlag; aclnnFusedInferAttentionScoreV4.md D-axis limits for Q_S > 1)")
+        return
+    if not _ifa_route(call, view):
+        return
+    get = call.args.get
+    if view.paged and view.base not in _INT4_PAGED_BASES:
+        call.fail("KV110", view.roles.layout, f"one of {', '.join(sorted(_INT4_PAGED_BASES))} with a paged int4 cache",
+                  repr(view.layout), why + "InputAttrsPreProcess: no PageAttention with an INT4 or INT32 KV unless the "
+                  "layout is BSH_BSND)")
+        return
+    scale_arg = _OUT_SCALE[call.name]
+    if _tensor(get(scale_arg)) is not None and get(_OUT_DTYPE) is None:
+        call.fail("KV518", scale_arg, "None with an int4 (int32-packed) cache (no int8 output)", "a tensor",
+                  why + "ProcessQuant2: PostQuant is not supported if Input Kv Dtype is INT4 or INT32)")
+        return
+    padding = _tensor(get("kv_padding_size"))
+    if padding is not None and padding.numel() > 0:
+        call.fail("KV518", "kv_padding_size", "None with an int4 (int32-packed) cache", f"a tensor {shape_of(padding)}",
+                  why + "CheckSupportKVLeftPadding: KvLeftPadding is not supported with an INT4 or INT32 KV)")

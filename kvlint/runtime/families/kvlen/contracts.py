@@ -14,7 +14,7 @@ import threading
 import torch
 
 from kvlint.facts import load_facts
-from kvlint.runtime import callsite
+from kvlint.runtime import callsite  # noqa: F401 - read by the generated kv_len_discipline functions
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
 
@@ -78,60 +78,86 @@ def _describe(before, after) -> str:
     return f"version {before} -> {after}"
 
 
-# per operator: (argument, its state key under the cache scheme, under the frame scheme)
-_KEYS = {name: tuple((key[1], key + ("cache",), key + ("frame",)) for key in keys) for name, keys in _TRACKED.items()}
-_NO_LAYER_CACHE = (None, None)
-
-
-@contract(*_TRACKED.keys())
-def kv_len_discipline(call: Call) -> None:
-    if call.tracing:
-        return  # meta stand-ins of traced tensors: no identity, no version
-    args = call.args
-    layer = mutated = None
-    locked = False
-    try:
-        for arg, cache_key, frame_key in _KEYS[call.name]:
-            tensor = args.get(arg)
-            if type(tensor) is not _Tensor:
-                continue
-            try:
-                version = tensor._version
-            except RuntimeError:  # an inference tensor
-                version = _version_of(call, tensor)
-                if version is None:
-                    continue
-            if layer is None:
-                # the layer: its own KV cache (data pointer) when the call passes one, else the
-                # nearest calling torch.nn.Module or call site (a frame walk); the two schemes keep
-                # separate states (a tensor seen by paged and by non-paged calls is tracked once per scheme)
-                cache_arg, when = _LAYER_CACHE.get(call.name, _NO_LAYER_CACHE)
-                cache = args.get(cache_arg) if cache_arg else None
-                layer = cache.data_ptr() if type(cache) is _Tensor and (
-                    when is None or isinstance(args.get(when), _Tensor)) else 0
-                by_cache = bool(layer)
-                if not by_cache:
-                    layer = callsite.layer_key(call.frame())
-                _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)
-                locked = True
-            key = cache_key if by_cache else frame_key
-            pointer = tensor.data_ptr()
-            state = _state.get(key)
-            if state is not None and state[2] == version and state[0] == id(tensor) and state[1] == pointer:
-                layers = state[3]  # _observe's unchanged case, inline (every layer of a step)
-                if layer in layers:
-                    layers.clear()  # a new step, unchanged tensor
-                layers.add(layer)
-                continue
-            change = _observe(key, tensor, layer, version, pointer)
-            if change is not None:
-                mutated = mutated or []
-                mutated.append((arg, change))
-    finally:
-        if locked:
-            _lock.release()
-    for arg, (before, after) in mutated or ():
+def _report(call: Call, mutated) -> None:
+    for arg, (before, after) in mutated:
         call.fail("KV401", arg, "unchanged between the layers of one forward step",
                   f"mutated in place since the previous layer's call ({_describe(before, after)})",
                   "each later layer reads/writes at shifted positions: the KV cache is silently corrupted "
                   "(advance kv_len once per step, outside model.forward)")
+
+
+def _discipline(name: str):
+    """KV401 for operator `name`, generated once from its [tracked] arguments and [tracked_layer]
+    cache: straight-line code, one block per tracked argument (no loop, no per-call table lookup).
+
+    Per tracked tensor: its version (an inference tensor's values instead, `_version_of`) and
+    data pointer, taken from `call.stamps` when an earlier contract of this call read them (the
+    paged values' memo); the layer (its cache's data pointer, else `callsite.layer_key`) and the
+    lock only once the call passes a tracked tensor; the unchanged case inline, else `_observe`.
+    The generated code reads `_lock`, `_state` and `_observe` as this module's globals."""
+    keys = _TRACKED[name]
+    cache_arg, when = _LAYER_CACHE.get(name, (None, None))
+    cells = {}
+    lines = ["    if call.tracing:", "        return  # meta stand-ins of traced tensors: no identity, no version",
+             "    args = call.args"]
+    lines += [f"    t{i} = args.get({arg!r})" for i, (_, arg) in enumerate(keys)]
+    lines.append("    if " + " and ".join(f"type(t{i}) is not _Tensor" for i in range(len(keys))) + ":")
+    lines += ["        return", "    stamps = call.stamps", "    layer = mutated = None", "    locked = False",
+              "    try:"]
+    for i, key in enumerate(keys):
+        cells[f"_cache_key{i}"], cells[f"_frame_key{i}"] = key + ("cache",), key + ("frame",)
+        if cache_arg is None:
+            layer_of = "0"
+        else:
+            condition = "" if when is None else f" and isinstance(args.get({when!r}), _Tensor)"
+            layer_of = f"cache.data_ptr() if type(cache) is _Tensor{condition} else 0"
+        lines += [
+            f"        if type(t{i}) is _Tensor:",
+            f"            if stamps is not None and t{i} is stamps[0]:",
+            "                version, pointer = stamps[1], stamps[2]",
+            f"            elif stamps is not None and t{i} is stamps[3]:",
+            "                version, pointer = stamps[4], stamps[5]",
+            "            else:",
+            "                pointer = None",
+            "                try:",
+            f"                    version = t{i}._version",
+            "                except RuntimeError:  # an inference tensor",
+            f"                    version = _version_of(call, t{i})",
+            "            if version is not None:",
+            "                if layer is None:",
+            # the layer: its own KV cache (data pointer) when the call passes one, else the nearest
+            # calling torch.nn.Module or call site (a frame walk); the two schemes keep separate
+            # states (a tensor seen by paged and by non-paged calls is tracked once per scheme)
+            f"                    cache = args.get({cache_arg!r})" if cache_arg else "                    pass",
+            f"                    layer = {layer_of}",
+            "                    by_cache = bool(layer)",
+            "                    if not by_cache:",
+            "                        layer = callsite.layer_key(call.frame())",
+            "                    _lock.acquire()  # once for the call's tensors (`with` per tensor costs twice as much)",
+            "                    locked = True",
+            f"                key = _cache_key{i} if by_cache else _frame_key{i}",
+            "                if pointer is None:",
+            f"                    pointer = t{i}.data_ptr()",
+            "                state = _state.get(key)",
+            f"                if state is not None and state[2] == version and state[0] == id(t{i}) "
+            "and state[1] == pointer:",
+            "                    layers = state[3]  # _observe's unchanged case, inline (every layer of a step)",
+            "                    if layer in layers:",
+            "                        layers.clear()  # a new step, unchanged tensor",
+            "                    layers.add(layer)",
+            "                else:",
+            f"                    change = _observe(key, t{i}, layer, version, pointer)",
+            "                    if change is not None:",
+            f"                        mutated = (mutated or []) + [({key[1]!r}, change)]"]
+    lines += ["    finally:", "        if locked:", "            _lock.release()", "    if mutated:",
+              "        _report(call, mutated)"]
+    params = ", ".join(cells)
+    source = (f"def _make({params}):\n    def kv_len_discipline(call):\n"
+              + "\n".join("    " + line for line in lines) + "\n    return kv_len_discipline\n")
+    # compiled under this file's name: callsite.user_frame skips its frames like the module's own
+    exec(compile(source, __file__, "exec"), globals())  # noqa: S102 - from rules/facts/kvlen.toml's names
+    return globals().pop("_make")(**cells)
+
+
+for _name in _TRACKED:
+    contract(_name, detached=True)(_discipline(_name))  # never reads the family view
