@@ -68,12 +68,6 @@ class OperatorResolver:
         # are the call's too)
         self.partials: Dict[int, Tuple[ast.Call, ...]] = {}
         self._resolved: Dict[int, Tuple[ast.Call, Optional[OperatorCall]]] = {}
-        # (name, depth) -> what a name bound by no `=` of the module qualifies to: its import,
-        # and the values of the project module it is imported from. The same wherever it is
-        # read, but only during one file's check (the modules read then are that file's
-        # dependencies: a later check must read them again), so keyed on Project.checks too.
-        self._unassigned: Dict[Tuple[str, int], List[Tuple[str, Tuple[ast.Call, ...]]]] = {}
-        self._unassigned_check = -1
 
     @property
     def _local(self) -> ValueTracer:
@@ -200,9 +194,18 @@ class OperatorResolver:
                 return tracer.project.resolver_of(other)._qualify(expr, at, depth)
             return []
         if isinstance(expr, ast.Name):
-            if expr.id not in self._assigned_names()[0]:
-                return list(self._qualify_unassigned(expr.id, depth))
             out: List[Tuple[str, Tuple[ast.Call, ...]]] = []
+            if expr.id not in self._assigned_names()[0]:
+                # bound by no `=` here: an import, or a name no rule can know
+                if expr.id in self.index.imports:
+                    out.append((self.index.imports[expr.id], ()))
+                project = tracer.project
+                if project is not None and expr.id in self.index.from_imports:
+                    # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
+                    # only when its bytes hold `fia =` or a re-export
+                    for value in project.imported_values(tracer, expr.id, expr.id):
+                        out.extend(self._qualify(value, value, depth + 1))
+                return out
             for value in local.candidates(expr, at, follow_calls=True):
                 if value is expr:
                     if expr.id in self.index.imports:
@@ -241,24 +244,3 @@ class OperatorResolver:
         if isinstance(expr, ast.IfExp):
             return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
         return []
-
-    def _qualify_unassigned(self, name: str, depth: int) -> List[Tuple[str, Tuple[ast.Call, ...]]]:
-        """`_qualify` of a name bound by no `=` of the module: an import, or a name no rule
-        can know. Memoised for the file being checked (see `_unassigned`)."""
-        project = self.tracer.project
-        check = project.checks if project is not None else 0
-        if check != self._unassigned_check:
-            self._unassigned, self._unassigned_check = {}, check
-        key = (name, depth)
-        out = self._unassigned.get(key)
-        if out is None:
-            out = []
-            if name in self.index.imports:
-                out.append((self.index.imports[name], ()))
-            if project is not None and name in self.index.from_imports:
-                # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
-                # only when its bytes hold `fia =` or a re-export
-                for value in project.imported_values(self.tracer, name, name):
-                    out.extend(self._qualify(value, value, depth + 1))
-            self._unassigned[key] = out
-        return out
