@@ -103,84 +103,43 @@ def test_a_local_view_shares_the_module_tables_whoever_asks_first(first):
     assert view._statements() == fresh._statements()
 
 
-# -- the resolver's memo of names bound by no `=` of their module -------------------------
+# -- the resolver's cheap reject ------------------------------------------------------------
 
-from kvlint.analysis.resolve import OperatorResolver  # noqa: E402
-from kvlint.engine import Checker  # noqa: E402
-from kvlint.testing import all_on_settings  # noqa: E402
-
-PROJECTS = os.path.join(HERE, "..", "fixtures", "projects")
+from kvlint.analysis.resolve import WORKSPACE_PREFIX, WORKSPACE_SUFFIX, OperatorCall  # noqa: E402
+from kvlint.catalog import load_catalog  # noqa: E402
 
 
-def _no_memo(monkeypatch):
-    """The slow path: every ask of `_qualify_unassigned` computes its answer afresh."""
-    memoised = OperatorResolver._qualify_unassigned
-
-    def fresh(self, name, depth):
-        self._unassigned = {}
-        return memoised(self, name, depth)
-
-    monkeypatch.setattr(OperatorResolver, "_qualify_unassigned", fresh)
-
-
-def _results(folder, files):
-    old = os.getcwd()
-    os.chdir(folder)
-    try:
-        checker = Checker(all_on_settings(), roots=["."])
-        out = []
-        for path in files:
-            r = checker.check_path(path)
-            out.append((path, [(f.line, f.column, f.code, f.message) for f in r.findings], sorted(r.dependencies)))
-        return out
-    finally:
-        os.chdir(old)
-
-
-def _project_files(project):
-    return sorted(os.path.relpath(os.path.join(d, n), project) for d, _, names in os.walk(project)
-                  for n in names if n.endswith(".py"))
-
-
-@pytest.mark.parametrize("project", sorted(os.listdir(PROJECTS)))
-def test_unassigned_name_memo_gives_the_slow_paths_findings_and_dependencies(project, monkeypatch):
-    folder = os.path.join(PROJECTS, project)
-    if not os.path.isdir(folder):
-        pytest.skip("not a project")
-    files = _project_files(folder)
-    memoised = _results(folder, files) + _results(folder, list(reversed(files)))
-    _no_memo(monkeypatch)
-    assert memoised == _results(folder, files) + _results(folder, list(reversed(files)))
+def _reference_resolve(resolver, call):
+    """OperatorResolver._resolve as it read before its reject set: each test one by one."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        last = func.attr
+    elif isinstance(func, ast.Name):
+        last = func.id
+    elif isinstance(func, ast.Call):
+        last = ""
+    else:
+        return None
+    if last not in resolver._names and last not in ("out", "default") and not (
+        last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
+    ) and last not in resolver.index.imports and last not in resolver.index.from_imports \
+            and not resolver._maybe_alias_name(func):
+        return None
+    for qualified, partials in resolver._qualify(func, call, depth=0):
+        hit = resolver._lookup(qualified)
+        if hit is not None:
+            return OperatorCall(call, *hit), partials
+    return None
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, HERE))
-def test_unassigned_name_memo_resolves_every_call_as_the_slow_path(path, monkeypatch):
-    def resolutions():
-        with open(path, "rb") as fh:
-            data = fh.read()
-        checker = Checker(all_on_settings(), roots=[os.path.dirname(path)])
-        result = checker.check_bytes(path, data, prefilter=False)
-        return [(f.line, f.column, f.code, f.message) for f in result.findings], sorted(result.dependencies)
+def test_cheap_reject_resolves_every_call_as_the_test_by_test_reject(path):
+    from kvlint.analysis.resolve import OperatorResolver as Resolver
 
-    memoised = resolutions()
-    _no_memo(monkeypatch)
-    assert memoised == resolutions()
-
-
-def test_unassigned_name_memo_lives_for_one_files_check(tmp_path):
-    """x.py and y.py both call `bar`, which b.py binds to `foo`, imported from c.py, where it
-    is an operator. b.py's resolver answers for both files: checking y.py after x.py must
-    still read c.py and record it as y.py's dependency (a memo kept across checks would not)."""
-    (tmp_path / "c.py").write_text("import torch_npu\n\nfoo = torch_npu.npu_fused_infer_attention_score\n")
-    (tmp_path / "b.py").write_text("from c import foo\n\nbar = foo\n")
-    user = "from b import bar  # npu_fused_infer_attention_score\n\n\ndef f(q, k, v):\n    return bar(q, k, v, num_heads=8, input_layout='BSND')\n"
-    (tmp_path / "x.py").write_text(user)
-    (tmp_path / "y.py").write_text(user)
-    alone = Checker(roots=[str(tmp_path)]).check_path(str(tmp_path / "y.py"))
-    checker = Checker(roots=[str(tmp_path)])
-    first = checker.check_path(str(tmp_path / "x.py"))
-    second = checker.check_path(str(tmp_path / "y.py"))
-    assert "KV103" in [f.code for f in alone.findings]  # `bar` is the operator: no scale passed
-    assert [f.code for f in first.findings] == [f.code for f in second.findings] == [f.code for f in alone.findings]
-    assert str(tmp_path / "c.py") in alone.dependencies
-    assert sorted(second.dependencies) == sorted(alone.dependencies)
+    with open(path, encoding="utf-8") as fh:
+        tracer, _ = _tracer(fh.read(), path)
+    fast, slow = Resolver(tracer.index, load_catalog(), tracer), Resolver(tracer.index, load_catalog(), tracer)
+    for call in tracer.index.calls:
+        got = fast._resolve(call)
+        want = _reference_resolve(slow, call)
+        assert (got, fast.partials.get(id(call), ())) == (want[0], want[1]) if want else got is None, ast.dump(call)

@@ -87,6 +87,12 @@ def walk_in_order(node: ast.AST) -> Iterator[ast.AST]:
     return _walk_nodes(queue, queue.popleft, ())
 
 
+def scope_nodes(scope: ast.AST, skip: Tuple[type, ...] = ScopeNode) -> Iterator[ast.AST]:
+    """What `ModuleIndex.walk_scope` yields (no index needed)."""
+    stack = deque(child_nodes(scope))
+    return _walk_nodes(stack, stack.pop, skip)
+
+
 def _walk_nodes(pending: "deque[ast.AST]", take, skip: Tuple[type, ...]) -> Iterator[ast.AST]:
     """Take a node from `pending` (`take`: its last one, a stack walk, or its first one,
     breadth first), skip it and its sub-tree if it is of a `skip` type, else add its children
@@ -234,8 +240,7 @@ class ModuleIndex:
         """The nodes under `scope` (not `scope` itself) outside nested `skip` nodes (functions,
         classes, lambdas), in the order of a stack walk over `ast.iter_child_nodes` (the last
         child first), without the context and operator singletons."""
-        stack = deque(child_nodes(scope))
-        return _walk_nodes(stack, stack.pop, skip)
+        return scope_nodes(scope, skip)
 
     def stores(self, scope: ast.AST) -> Dict[str, int]:
         """Name -> the first line a `Name` is stored to anywhere under `scope` (nested scopes

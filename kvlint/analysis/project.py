@@ -102,7 +102,6 @@ class Project:
         self._fresh_bytes: set = set()  # paths whose stat `mentions` compared during this file's check
         # (tracer id, name, depth, words) -> (tracer, what _imported answered), for this file's check
         self._imported_memo: Dict[tuple, tuple] = {}
-        self.checks = 0  # begin() calls: one file's check is the life of a per-check memo
         self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
         self._adopted: List[str] = []  # adopt(): checked files kept, oldest first
@@ -122,7 +121,6 @@ class Project:
     def begin(self, tracer) -> None:
         """Start checking the file of `tracer` (its module is the one the others refer to)."""
         self._current = [tracer]
-        self.checks += 1  # what is memoised for one file's check (`_imported_memo`, a resolver's) ends here
         self.touched = {}
         self._fresh = set()  # modules whose stat was compared during this file's check
         self._fresh_bytes = set()

@@ -60,18 +60,14 @@ class OperatorResolver:
         # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
         # into the project's other modules would parse them for nothing (the hot path)
         self._local_view: Optional[ValueTracer] = None  # built when a callee is first traced
-        self._names = catalog.operator_names()
+        self._names = self.operator_names = catalog.operator_names()  # built anew by each catalog call
+        # callee names that may be an operator at once: operator names, overloads, imports
+        self._kept: Optional[frozenset] = None
         self._assigned: Optional[Tuple[frozenset, frozenset]] = None
         # call id -> the functools.partial(...) calls its callee went through (their keywords
         # are the call's too)
         self.partials: Dict[int, Tuple[ast.Call, ...]] = {}
         self._resolved: Dict[int, Tuple[ast.Call, Optional[OperatorCall]]] = {}
-        # (name, depth) -> what a name bound by no `=` of the module qualifies to: its import,
-        # and the values of the project module it is imported from. The same wherever it is
-        # read, but only during one file's check (the modules read then are that file's
-        # dependencies: a later check must read them again), so keyed on Project.checks too.
-        self._unassigned: Dict[Tuple[str, int], List[Tuple[str, Tuple[ast.Call, ...]]]] = {}
-        self._unassigned_check = -1
 
     @property
     def _local(self) -> ValueTracer:
@@ -98,10 +94,13 @@ class OperatorResolver:
             last = ""
         else:
             return None
-        # cheap reject: the callee's last part must be an operator name or an overload
-        if last not in self._names and last not in ("out", "default") and not (
-            last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
-        ) and last not in self.index.imports and last not in self.index.from_imports \
+        # cheap reject: the callee's last part must be an operator name, an overload, an
+        # import or an alias
+        kept = self._kept
+        if kept is None:
+            kept = self._kept = self._names | {"out", "default"} | self.index.imports.keys() \
+                | self.index.from_imports.keys()
+        if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)) \
                 and not self._maybe_alias_name(func):
             return None
         for qualified, partials in self._qualify(func, call, depth=0):
@@ -195,9 +194,18 @@ class OperatorResolver:
                 return tracer.project.resolver_of(other)._qualify(expr, at, depth)
             return []
         if isinstance(expr, ast.Name):
-            if expr.id not in self._assigned_names()[0]:
-                return list(self._qualify_unassigned(expr.id, depth))
             out: List[Tuple[str, Tuple[ast.Call, ...]]] = []
+            if expr.id not in self._assigned_names()[0]:
+                # bound by no `=` here: an import, or a name no rule can know
+                if expr.id in self.index.imports:
+                    out.append((self.index.imports[expr.id], ()))
+                project = tracer.project
+                if project is not None and expr.id in self.index.from_imports:
+                    # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
+                    # only when its bytes hold `fia =` or a re-export
+                    for value in project.imported_values(tracer, expr.id, expr.id):
+                        out.extend(self._qualify(value, value, depth + 1))
+                return out
             for value in local.candidates(expr, at, follow_calls=True):
                 if value is expr:
                     if expr.id in self.index.imports:
@@ -236,24 +244,3 @@ class OperatorResolver:
         if isinstance(expr, ast.IfExp):
             return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
         return []
-
-    def _qualify_unassigned(self, name: str, depth: int) -> List[Tuple[str, Tuple[ast.Call, ...]]]:
-        """`_qualify` of a name bound by no `=` of the module: an import, or a name no rule
-        can know. Memoised for the file being checked (see `_unassigned`)."""
-        project = self.tracer.project
-        check = project.checks if project is not None else 0
-        if check != self._unassigned_check:
-            self._unassigned, self._unassigned_check = {}, check
-        key = (name, depth)
-        out = self._unassigned.get(key)
-        if out is None:
-            out = []
-            if name in self.index.imports:
-                out.append((self.index.imports[name], ()))
-            if project is not None and name in self.index.from_imports:
-                # `from .ops import fia`, where ops.py holds `fia = torch_npu.X`: parsed
-                # only when its bytes hold `fia =` or a re-export
-                for value in project.imported_values(self.tracer, name, name):
-                    out.extend(self._qualify(value, value, depth + 1))
-            self._unassigned[key] = out
-        return out

@@ -239,7 +239,7 @@ class AdapterResolver:
             owner = tracer.definition(f.value, call, words)
             if owner is not None and isinstance(owner[1], FunctionNode):
                 owner = None
-        if owner is None and f.attr in self.resolver.catalog.operator_names() \
+        if owner is None and f.attr in self.resolver.operator_names \
                 and isinstance(f.value, (ast.Name, ast.Attribute)):
             # `mod.adapter(...)`, or an object built from a class: `self.backend.X(...)`
             direct = tracer.definition(f, call, words) if isinstance(f.value, ast.Name) else None

@@ -4,7 +4,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import child_nodes, dotted_name
+from kvlint.analysis.module import child_nodes, dotted_name, scope_nodes
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
@@ -27,11 +27,7 @@ class Bindings:
 
     def __init__(self, func: ast.AST):
         self.table: Dict[str, List[ast.expr]] = {}
-        stack = child_nodes(func)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, _SCOPES):
-                continue
+        for node in scope_nodes(func, _SCOPES):  # a stack walk, nested scopes skipped
             if isinstance(node, ast.Assign):
                 for t in node.targets:
                     self._bind(t, node.value)
@@ -41,7 +37,6 @@ class Bindings:
                 self._bind(node.target, node.iter)
             elif isinstance(node, ast.withitem) and node.optional_vars is not None:
                 self._bind(node.optional_vars, node.context_expr)
-            stack.extend(child_nodes(node))
 
     def _bind(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):

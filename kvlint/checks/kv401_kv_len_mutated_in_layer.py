@@ -78,10 +78,13 @@ class KvLenMutatedInLayer(Rule):
                     if not self._drifts(call, f.value):
                         continue  # IDEMPOTENT: overwritten from other values, the same in every layer
                     yield ctx.finding(self.code, call, self._message(name, call, ctx, f"changed in place (.{f.attr})"))
+        is_length = ctx.context.is_kv_length_name
         for node in idx.assigns:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                yield from self._check_store(target, node, ctx)
+                name = terminal_name(target)
+                if name and is_length(name):  # _check_store's first test, before its generator is made
+                    yield from self._check_store(target, node, ctx)
 
     def _check_store(self, target, stmt, ctx: FileContext):
         name = terminal_name(target)
