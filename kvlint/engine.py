@@ -99,9 +99,10 @@ class Checker:
         the file these bytes were read from, if known: its parsed module is then kept for
         the files that import it (Project.adopt)."""
         if prefilter:
-            if not self.rules or (self.prefilter is not None and not self.prefilter.search(data)):
+            lower: List[bytes] = []  # the lowercased bytes, made once for both levels
+            if not self.rules or (self.prefilter is not None and not self.prefilter.search(data, lower)):
                 return FileResult(path)
-            rules = self.rules_for(data, path)
+            rules = self.rules_for(data, path, lower)
             if not rules:
                 return FileResult(path)  # words seen, but no rule's `required_words` are all there
         else:
@@ -115,13 +116,16 @@ class Checker:
             return self._failure(path, source.reason)
         return self.check_source(source, rules, stat)
 
-    def rules_for(self, data: bytes, path: Optional[str] = None) -> List[Rule]:
+    def rules_for(self, data: bytes, path: Optional[str] = None, lower: Optional[List[bytes]] = None) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
         runs) and each of whose `required_words` groups (`required_words_in_tests` where
-        `path` is a test file) has a word in `data`: the per-rule level of the pre-filter."""
+        `path` is a test file) has a word in `data`: the per-rule level of the pre-filter.
+        `lower`: [the lowercased bytes] if already made, filled in when they are made here; a
+        word object with `search_lowered(data, lowered)` is given them."""
         searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
         parents = self._parents
-        lower: List[bytes] = []
+        if lower is None:
+            lower = []
 
         def holds(w) -> bool:
             hit = searched.get(id(w))
@@ -139,6 +143,10 @@ class Checker:
                     if not lower:
                         lower.append(data.lower())
                     hit = w.regex.search(lower[0]) is not None
+                elif hasattr(w, "search_lowered"):
+                    if not lower:
+                        lower.append(data.lower())
+                    hit = w.search_lowered(data, lower[0]) is not None
                 else:
                     hit = w.search(data) is not None
                 searched[id(w)] = hit
@@ -247,11 +255,17 @@ class Prefilter:
     def __init__(self, exact, nocase, patterns):
         self.exact, self.nocase, self.patterns = _anchored(exact), _anchored(nocase), patterns
 
-    def search(self, data: bytes) -> bool:
+    def search(self, data: bytes, lower: Optional[List[bytes]] = None) -> bool:
+        """`lower`: as for Checker.rules_for (the lowercased bytes are kept there)."""
         if _any_in(self.exact, data):
             return True
-        if self.nocase and _any_in(self.nocase, data.lower()):
-            return True
+        if self.nocase:
+            if lower is None:
+                lower = []
+            if not lower:
+                lower.append(data.lower())
+            if _any_in(self.nocase, lower[0]):
+                return True
         return any(p.search(data) for p in self.patterns)
 
 

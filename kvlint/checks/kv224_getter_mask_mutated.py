@@ -26,7 +26,10 @@ class _MaskMethodCall:
     flags = 0
 
     def search(self, data: bytes):
-        low = data.lower()
+        return self.search_lowered(data, data.lower())
+
+    def search_lowered(self, data: bytes, low: bytes):
+        """`search`, given `data.lower()` (the engine's pre-filter makes it once per file)."""
         at = low.find(b"mask")
         while at >= 0:
             found = _METHOD_CALL.match(data, at + 4)

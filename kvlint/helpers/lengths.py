@@ -84,7 +84,10 @@ class KvLengthUpdate:
         self.pattern = b"<update>" + b"|".join(r.pattern for r in self.regexes)
 
     def search(self, data: bytes) -> "Optional[re.Match[bytes]]":
-        low = data.lower()
+        return self.search_lowered(data, data.lower())
+
+    def search_lowered(self, data: bytes, low: bytes) -> "Optional[re.Match[bytes]]":
+        """`search`, given `data.lower()` (the engine's pre-filter makes it once per file)."""
         for regex in self.regexes:
             found = regex.search(low)
             while found is not None:
