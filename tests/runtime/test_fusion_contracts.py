@@ -273,12 +273,6 @@ REJECTED = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    findings = [f for f in _collect(ACCEPTED[name]) if f.severity == "error"]
-    assert findings == [], [f.message for f in findings]
-
-
 @pytest.mark.parametrize("name", sorted(FA_FALSE_REJECTS))
 def test_accepted_by_the_operator_that_fa_rules_used_to_reject(name):
     findings = [f for f in _collect(FA_FALSE_REJECTS[name]) if f.severity == "error"]
@@ -291,13 +285,6 @@ def _raised(case) -> kvlint.ContractError:
     with kvlint.patch(), pytest.raises(kvlint.ContractError) as info:
         _op(op_name)(*args, **kwargs)
     return info.value
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_with_its_code(name):
-    case, code, words = REJECTED[name]
-    error = _raised(case)
-    assert (error.code, words in str(error)) == (code, True), str(error)
 
 
 def _bound(args, kwargs):
@@ -317,15 +304,37 @@ def _checked(case):
     return runs[0]
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_check_call_accepts_it_too(name):
-    assert [f.message for f in _checked(ACCEPTED[name]) if f.severity == "error"] == []
+def fusion_conformance_tests(accepted: dict, rejected: dict) -> tuple:
+    """The four conformance tests of a fusion module, for `(test_accepted_..., test_rejected_...,
+    test_check_call_accepts_..., test_check_call_reports_...) = fusion_conformance_tests(ACCEPTED,
+    REJECTED)`: `accepted` maps a name to a case, `rejected` to (case, code, words)."""
+    @pytest.mark.parametrize("name", sorted(accepted))
+    def test_accepted_by_the_operator_passes_the_guard(name):
+        findings = [f for f in _collect(accepted[name]) if f.severity == "error"]
+        assert findings == [], [f.message for f in findings]
+
+    @pytest.mark.parametrize("name", sorted(rejected))
+    def test_rejected_by_the_operator_raises_with_its_code(name):
+        case, code, words = rejected[name]
+        error = _raised(case)
+        assert (error.code, words in str(error)) == (code, True), str(error)
+
+    @pytest.mark.parametrize("name", sorted(accepted))
+    def test_check_call_accepts_it_too(name):
+        assert [f.message for f in _checked(accepted[name]) if f.severity == "error"] == []
+
+    @pytest.mark.parametrize("name", sorted(rejected))
+    def test_check_call_reports_the_same_code_first(name):
+        case, code, _ = rejected[name]
+        assert [f.code for f in _checked(case)][:1] == [code]
+
+    return (test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_with_its_code,
+            test_check_call_accepts_it_too, test_check_call_reports_the_same_code_first)
 
 
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_check_call_reports_the_same_code_first(name):
-    case, code, _ = REJECTED[name]
-    assert [f.code for f in _checked(case)][:1] == [code]
+(test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_with_its_code,
+ test_check_call_accepts_it_too, test_check_call_reports_the_same_code_first) = fusion_conformance_tests(
+    ACCEPTED, REJECTED)
 
 
 def test_a_shape_the_fa_family_reports_is_reported_once():

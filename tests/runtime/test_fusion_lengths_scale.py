@@ -10,7 +10,7 @@ from itertools import accumulate
 import pytest
 import torch
 from test_conformance import _collect
-from test_fusion_contracts import B8, F32, H, _checked, _raised, bnsd, compressed, fusion, m, tnd, v2
+from test_fusion_contracts import B8, F32, H, bnsd, compressed, fusion, fusion_conformance_tests, m, tnd, v2
 
 OPS = ("npu_fusion_attention", "npu_fusion_attention_v2", "npu_fusion_attention_v3")
 
@@ -99,27 +99,9 @@ def _errors(case):
     return [f.message for f in _collect(case) if f.severity == "error"]
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_accepted_by_the_operator_passes_the_guard(name):
-    assert _errors(ACCEPTED[name]) == []
-
-
-@pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_check_call_accepts_it_too(name):
-    assert [f.message for f in _checked(ACCEPTED[name]) if f.severity == "error"] == []
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_rejected_by_the_operator_raises_with_its_code(name):
-    case, code, words = REJECTED[name]
-    error = _raised(case)
-    assert (error.code, words in str(error)) == (code, True), str(error)
-
-
-@pytest.mark.parametrize("name", sorted(REJECTED))
-def test_check_call_reports_the_same_code_first(name):
-    case, code, _ = REJECTED[name]
-    assert [f.code for f in _checked(case)][:1] == [code]
+(test_accepted_by_the_operator_passes_the_guard, test_rejected_by_the_operator_raises_with_its_code,
+ test_check_call_accepts_it_too, test_check_call_reports_the_same_code_first) = fusion_conformance_tests(
+    ACCEPTED, REJECTED)
 
 
 # ------------------------------------------------------------------ warnings (silent pitfalls)
