@@ -9,7 +9,7 @@ import traceback
 import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from kvlint.analysis.context import AnyOf, LowercasePattern
+from kvlint.analysis.context import AnyOf, LowercasePattern, minimal_words
 from kvlint.analysis.findings import FileResult, Finding
 from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.project import Project
@@ -300,19 +300,10 @@ def _any_in(groups, data: bytes) -> bool:
     return False
 
 
-def _minimal(words) -> List[bytes]:
-    """`words` without those holding another of them."""
-    out: List[bytes] = []
-    for w in sorted(set(words), key=lambda w: (len(w), w)):
-        if not any(o in w for o in out):
-            out.append(w)
-    return out
-
-
 def _anchored(words, size: int = 4) -> List[Tuple[Optional[bytes], List[bytes]]]:
     """The minimal `words` in groups behind a shared substring of `size` bytes (greedily: the
     substring most words hold, while at least three do), then a group without an anchor."""
-    rest = _minimal(words)
+    rest = minimal_words(words)
     groups: List[Tuple[Optional[bytes], List[bytes]]] = []
     while rest:
         counts: Dict[bytes, int] = {}

@@ -11,7 +11,7 @@ import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, walk_in_order
 
@@ -79,6 +79,16 @@ class LowercasePattern:
 
     def search(self, data: bytes):
         return self.regex.search(data.lower())
+
+
+def minimal_words(words) -> List[bytes]:
+    """`words` without those holding another of them (a pre-filter searching for any of them
+    need not search those), shortest first."""
+    out: List[bytes] = []
+    for w in sorted(set(words), key=lambda w: (len(w), w)):
+        if not any(o in w for o in out):
+            out.append(w)
+    return out
 
 
 class AnyOf:

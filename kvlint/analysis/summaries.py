@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
+from kvlint.analysis.context import minimal_words
 from kvlint.analysis.module import FunctionNode, dotted_name, place
 from kvlint.analysis.resolve import OperatorCall, OperatorResolver
 from kvlint.analysis.values import Unknown, ValueTracer
@@ -69,8 +70,8 @@ class OperatorNames:
     flags = 0
 
     def __init__(self, names):
-        words = sorted({n.encode() for n in names}, key=lambda w: (len(w), w))
-        self.words = [w for k, w in enumerate(words) if not any(o in w for o in words[:k])]
+        words = {n.encode() for n in names}
+        self.words = minimal_words(words)
         self.pattern = b"|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
     def search(self, data: bytes) -> Optional[bytes]:
