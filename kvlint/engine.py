@@ -124,8 +124,12 @@ class Checker:
         word object with `search_lowered(data, lowered)` is given them."""
         searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
         parents = self._parents
-        if lower is None:
-            lower = []
+        made: List[bytes] = [] if lower is None else lower
+
+        def lowered() -> bytes:
+            if not made:
+                made.append(data.lower())
+            return made[0]
 
         def holds(w) -> bool:
             hit = searched.get(id(w))
@@ -134,19 +138,13 @@ class Checker:
                 if parent is not None and not holds(parent):
                     hit = False  # a word occurs only where a word it holds does
                 elif isinstance(w, _NoCaseBytes):
-                    if not lower:
-                        lower.append(data.lower())
-                    hit = w in lower[0]
+                    hit = w in lowered()
                 elif type(w) is bytes:
                     hit = w in data
                 elif isinstance(w, LowercasePattern):
-                    if not lower:
-                        lower.append(data.lower())
-                    hit = w.regex.search(lower[0]) is not None
+                    hit = w.regex.search(lowered()) is not None
                 elif hasattr(w, "search_lowered"):
-                    if not lower:
-                        lower.append(data.lower())
-                    hit = w.search_lowered(data, lower[0]) is not None
+                    hit = w.search_lowered(data, lowered()) is not None
                 else:
                     hit = w.search(data) is not None
                 searched[id(w)] = hit
