@@ -3,10 +3,8 @@
 with the file and the rule, and the other rules still run."""
 from __future__ import annotations
 
-import ast
 import os
 import traceback
-import warnings
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.context import AnyOf, LowercasePattern, minimal_words
@@ -18,7 +16,7 @@ from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase, is_test_path
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
-from kvlint.source import ReadFailure, SourceFile, decode, file_stat, read_file
+from kvlint.source import ReadFailure, SourceFile, decode, file_stat, parse, read_file
 
 PARSE_ERROR = "KV000"
 
@@ -169,9 +167,7 @@ class Checker:
         try:
             tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
             if tree is None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # invalid escape sequences etc. in user code
-                    tree = ast.parse(source.text, filename=source.path)
+                tree = parse(source)
         except SyntaxError as exc:
             line = exc.lineno or 1
             result.findings.append(self._parse_finding(source.path, line, exc.offset or 1,

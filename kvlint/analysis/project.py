@@ -23,12 +23,11 @@ import hashlib
 import os
 import re
 import sys
-import warnings
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 from kvlint.analysis.module import ModuleIndex
-from kvlint.source import ReadFailure, decode, file_stat
+from kvlint.source import ReadFailure, decode, file_stat, parse
 
 MAX_MODULES = 96  # parsed modules kept per process (an ast is ~100x its source in memory)
 MAX_ADOPTED = 24  # of which checked files kept for a later importer (evicted first)
@@ -265,9 +264,7 @@ class Project:
         if isinstance(source, ReadFailure):
             return None
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(source.text, filename=path)
+            tree = parse(source)
             index = ModuleIndex(source, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
