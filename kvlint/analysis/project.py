@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import sys
+import unicodedata
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
@@ -64,6 +65,105 @@ def _bound_names(data: bytes) -> frozenset:
         else:
             at = m.start() + 1  # not an import line: what it would have consumed is not skipped
     return frozenset(n.decode("ascii", "replace") for n in names)
+
+
+# After a whole-word name that is read there, never defined or bound as a plain name: a
+# call, an attribute, a subscript, or the last element of a call or tuple before `):`
+# (`isinstance(x, name):`; a tuple target is never followed by `:`).
+_READ_AFTER = re.compile(rb"[ \t]*(?:([(.\[])|\)[ \t]*:)")
+_QUOTES = frozenset(b"'\"")
+_BLANKS = b" \t\\\r\n\f"
+
+
+def only_imported(data: bytes, word: str) -> Optional[Tuple[Tuple[int, str, str], ...]]:
+    """When the module's text shows that no statement of it defines `word` (`def`, `class`)
+    or binds it as a plain name (`=`, annotated, `:=`, `for`, tuples included), the
+    (level, module, name) of each `from module import name [as word]` written in it (empty
+    when none); else None (only a parse can tell).
+
+    Each whole-word occurrence of `word` must be one of: an attribute name (after `.`),
+    string text (after a quote), a name followed by `(`, `.` or `[` (not after `def` or
+    `class`), the last element before `):` after a comma, or a name in an import statement
+    that is parsed alone (parenthesised and backslash-continued lists included), holds
+    imports only, and has no quote before it (the statement's line may start inside a
+    string: the word is then string text). Identifiers are compared as Python does, after
+    NFKC normalisation."""
+    if not word.isascii() or not word.isidentifier():
+        return None
+    if not data.isascii():
+        source = decode("", data)
+        if isinstance(source, ReadFailure):
+            return None
+        data = unicodedata.normalize("NFKC", source.text).encode("utf-8")
+    encoded = word.encode("ascii")
+    occurrences = [m.start() for m in re.finditer(rb"(?<!\w)" + re.escape(encoded) + rb"(?!\w)", data)]
+    if not occurrences:
+        return ()
+    spans = []  # (start, end) of each import statement, as _bound_names finds them
+    at = 0
+    while True:
+        m = _IMPORT.search(data, at)
+        if m is None:
+            break
+        start = data.rfind(b"\n", 0, m.start()) + 1
+        if not _IMPORT_HEAD.fullmatch(data, start, m.start()):
+            at = m.start() + 1
+            continue
+        end = m.end()
+        while data[start:end].rstrip(b"\r").endswith(b"\\") and end < len(data):  # continued
+            nl = data.find(b"\n", end + 1)
+            end = len(data) if nl < 0 else nl
+        spans.append((start, end))
+        at = max(end, m.start() + 1)
+    imports: List[Tuple[int, str, str]] = []
+    parsed: Dict[int, bool] = {}
+    for p in occurrences:
+        span = next(((s, t) for s, t in spans if s <= p < t), None)
+        if span is not None:
+            start, end = span
+            if any(c in _QUOTES for c in data[start:p]):
+                return None
+            ok = parsed.get(start)
+            if ok is None:
+                ok = parsed[start] = _import_entries(data[start:end], word, imports)
+            if not ok:
+                return None
+            continue
+        if p and data[p - 1] in b".'\"":
+            continue
+        after = _READ_AFTER.match(data, p + len(encoded))
+        if after is None:
+            return None
+        if after.group(1) is None:  # `):`: after a comma on the same line
+            q = p
+            while q and data[q - 1] in b" \t":
+                q -= 1
+            if not q or data[q - 1] != 44:  # ","
+                return None
+            continue
+        q = p
+        while q and data[q - 1] in _BLANKS:
+            q -= 1
+        head = data[max(0, q - 6):q]
+        if re.search(rb"(?:^|\W)(?:def|class)$", head):
+            return None
+    return tuple(imports)
+
+
+def _import_entries(statement: bytes, word: str, out: List[Tuple[int, str, str]]) -> bool:
+    """Parse one import statement's text; add the (level, module, name) of each `from`
+    import binding `word`. False when the text is not import statements only."""
+    try:
+        tree = ast.parse(statement.lstrip(b" \t"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ImportFrom, ast.Import, ast.alias)):
+            return False
+        if isinstance(node, ast.ImportFrom):
+            out.extend((node.level or 0, node.module or "", a.name) for a in node.names
+                       if (a.asname or a.name) == word)
+    return True
 
 
 def _digest(data: bytes) -> str:
@@ -319,6 +419,8 @@ class Project:
         level, module, original = entry
         importer = tracer.index.source.path
         path = self.find_module(importer, module, level) if (module or level) else None
+        if path and isinstance(words, str) and self._leads_nowhere(importer, path, entry, words):
+            return None
         target = self.load(path, words) if path else None
         if target is not None:
             d = target.definitions().get(original)
@@ -332,6 +434,35 @@ class Project:
         if sub_tracer is not None:
             return sub_tracer, None
         return None
+
+    def _leads_nowhere(self, importer: str, path: str, entry: Tuple[int, str, str], words: str) -> bool:
+        """Whether `from module import original` (`entry`) is answered None without parsing
+        the module at `path` (not parsed yet): its text shows that it neither defines nor
+        assigns `original` and that each `from` import of it there names a module, and a
+        submodule, the project does not hold; nor is `module.original` a submodule. A parse
+        would find no value (re-exported from outside the project, or not bound there), and
+        a module that failed to parse would give the same answer. The module's bytes are
+        recorded in `touched` as a load would (an edit may bind the name)."""
+        level, module, original = entry
+        path = os.path.abspath(path)
+        if path in self._modules or not self.mentions(path, words):
+            return False
+        info = self._bytes_info[path]
+        memo = info.setdefault("only_imported", {})
+        entries = memo.get(original, False)
+        if entries is False:
+            entries = memo[original] = only_imported(info["data"], original)
+        if entries is None:
+            return False
+        for lvl, mod, name in entries:
+            if (mod or lvl) and self.find_module(path, mod, lvl) is not None:
+                return False
+            if self.find_module(path, f"{mod}.{name}" if mod else name, lvl) is not None:
+                return False
+        if self.find_module(importer, f"{module}.{original}" if module else original, level) is not None:
+            return False
+        self.touched[path] = info["digest"]
+        return True
 
     def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None):
         """(tracer, FunctionDef/ClassDef) that `name`, imported in `tracer`'s module, is."""
