@@ -171,10 +171,27 @@ def _digest(data: bytes) -> str:
 
 
 class _Loaded:
-    __slots__ = ("path", "digest", "tracer", "stat")
+    """A parsed module: its tracer, the stat and bytes it was parsed from; the bytes' digest
+    (for `touched`) is computed when first asked (most modules are never recorded)."""
+    __slots__ = ("path", "data", "tracer", "stat", "_digest")
 
-    def __init__(self, path: str, digest: str, tracer, stat: tuple):
-        self.path, self.digest, self.tracer, self.stat = path, digest, tracer, stat
+    def __init__(self, path: str, data: bytes, tracer, stat: tuple):
+        self.path, self.data, self.tracer, self.stat = path, data, tracer, stat
+        self._digest: Optional[str] = None
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = _digest(self.data)
+        return self._digest
+
+
+def _info_digest(info: Dict[str, Any]) -> str:
+    """The digest of the bytes `Project.mentions` read (computed when first recorded)."""
+    d = info.get("digest")
+    if d is None:
+        d = info["digest"] = _digest(info["data"])
+    return d
 
 
 def _stat(path: str) -> Optional[tuple]:
@@ -242,7 +259,7 @@ class Project:
         path = os.path.abspath(path)
         if stat is None or stat[0] > MAX_MODULE_BYTES or path in self._modules:
             return
-        self._modules[path] = _Loaded(path, _digest(data), tracer, stat)
+        self._modules[path] = _Loaded(path, data, tracer, stat)
         self._modules.move_to_end(path, last=False)  # evicted before the modules importers used
         self._adopted.append(path)
         while len(self._adopted) > MAX_ADOPTED:
@@ -313,7 +330,7 @@ class Project:
                     data = fh.read()
             except OSError:
                 return False
-            info = self._bytes_info[path] = {"stat": stat, "data": data, "digest": _digest(data)}
+            info = self._bytes_info[path] = {"stat": stat, "data": data}
         if isinstance(words, str):
             names = info.get("names")
             if names is None:
@@ -325,7 +342,7 @@ class Project:
                 cached = info[words.pattern] = words.search(info["data"]) is not None
             found = bool(cached)
         if not found:
-            self.touched[path] = info["digest"]  # a later edit may add what was looked for
+            self.touched[path] = _info_digest(info)  # a later edit may add what was looked for
         return found
 
     def load(self, path: str, words: Optional[Pattern[bytes]] = None):
@@ -368,14 +385,14 @@ class Project:
             index = ModuleIndex(source, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        return _Loaded(path, _digest(data), ValueTracer(index, self), stat)
+        return _Loaded(path, data, ValueTracer(index, self), stat)
 
     def parsed_tree(self, path: str, data: bytes) -> Optional[ast.Module]:
         """The tree of `path` when another file's check has already parsed these very bytes
         (the checked file is then not parsed twice), else None. Trees are never changed by
         the analysis (synthetic nodes live in the indexes), so two indexes may share one."""
         loaded = self._modules.get(os.path.abspath(path))
-        if loaded is None or loaded.digest != _digest(data):
+        if loaded is None or (loaded.data is not data and loaded.data != data):
             return None
         return loaded.tracer.index.tree
 
@@ -461,7 +478,7 @@ class Project:
                 return False
         if self.find_module(importer, f"{module}.{original}" if module else original, level) is not None:
             return False
-        self.touched[path] = info["digest"]
+        self.touched[path] = _info_digest(info)
         return True
 
     def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None):
