@@ -77,16 +77,17 @@ class OperatorResolver:
 
     # -- public -------------------------------------------------------------------------
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
-        key = id(call)
-        if key in self._resolved:
-            return self._resolved[key][1]
+        hit = self._resolved.get(id(call))
+        if hit is not None:
+            return hit[1]
         oc = self._resolve(call)
-        self._resolved[key] = (call, oc)  # holds the call: its id stays its own
+        self._resolved[id(call)] = (call, oc)  # holds the call: its id stays its own
         return oc
 
     def _resolve(self, call: ast.Call) -> Optional[OperatorCall]:
         func = call.func
-        if isinstance(func, ast.Attribute):
+        attribute = isinstance(func, ast.Attribute)
+        if attribute:
             last = func.attr
         elif isinstance(func, ast.Name):
             last = func.id
@@ -100,9 +101,12 @@ class OperatorResolver:
         if kept is None:
             kept = self._kept = self._names | {"out", "default"} | self.index.imports.keys() \
                 | self.index.from_imports.keys()
-        if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)) \
-                and not self._maybe_alias_name(func):
-            return None
+        if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)):
+            # only a name, `self.x`/`cls.x` or a call can still be an alias
+            if attribute and not (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+                return None
+            if not self._maybe_alias_name(func):
+                return None
         for qualified, partials in self._qualify(func, call, depth=0):
             hit = self._lookup(qualified)
             if hit is not None:
