@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -173,6 +174,8 @@ class AdapterResolver:
         self.operator_words = operator_words
         self._summaries: Dict[int, Optional[ForwardingSummary]] = {}
         self._functions_with_calls: Optional[Dict[int, List[OperatorCall]]] = None
+        self._calls_in: Dict[int, Tuple[ast.AST, List[OperatorCall]]] = {}  # function id -> (it, its calls)
+        self._call_lines: Optional[List[int]] = None  # line of each of index.calls (in position order)
         self._synthetic: List[ast.AST] = []
 
     # -- which functions make operator calls -------------------------------------------------
@@ -189,12 +192,37 @@ class AdapterResolver:
             self._functions_with_calls = table
         return self._functions_with_calls
 
+    def calls_in(self, func: ast.AST) -> List[OperatorCall]:
+        """`direct_calls().get(id(func), [])`, resolving only the calls written inside `func`
+        (its decorators to its last line) when the module's table is not built: an adapter
+        of another module is asked about without resolving every call of that module."""
+        if self._functions_with_calls is not None:
+            return self._functions_with_calls.get(id(func), [])
+        hit = self._calls_in.get(id(func))
+        if hit is not None and hit[0] is func:
+            return hit[1]
+        calls = self.index.calls
+        lines = self._call_lines
+        if lines is None:
+            lines = self._call_lines = [c.lineno for c in calls]
+        first = min([func.lineno] + [d.lineno for d in getattr(func, "decorator_list", ())])
+        last = getattr(func, "end_lineno", None) or 10 ** 9
+        enclosing, resolve = self.index.enclosing_function, self.resolver.resolve
+        found = []
+        for call in calls[bisect_left(lines, first):bisect_right(lines, last)]:
+            if enclosing(call) is func:
+                oc = resolve(call)
+                if oc is not None:
+                    found.append(oc)
+        self._calls_in[id(func)] = (func, found)
+        return found
+
     def summary(self, func: ast.AST, is_method: bool, depth: int = 0) -> Optional[ForwardingSummary]:
         key = id(func) * 2 + is_method
         if key in self._summaries:
             return self._summaries[key]
         self._summaries[key] = None  # recursion ends here
-        calls = self.direct_calls().get(id(func), [])
+        calls = self.calls_in(func)
         if len(calls) != 1 or not isinstance(func, FunctionNode):
             return None  # one operator call per branch: which one a site reaches is unknown
         s = summarize(func, calls[0], self.tracer, is_method)
@@ -276,6 +304,10 @@ class AdapterResolver:
     def resolve(self, call: ast.Call) -> Optional[OperatorCall]:
         """The operator call `call` amounts to through an adapter, as a synthetic call at
         `call` (or None)."""
+        f = call.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") \
+                and not self.direct_calls():
+            return None  # a method of this module's classes: none makes an operator call
         hit = self.target(call)
         if hit is None:
             return None
