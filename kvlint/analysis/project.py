@@ -206,6 +206,8 @@ class Project:
         self.roots: List[str] = []
         self._search_roots: Dict[str, List[str]] = {}  # importer folder -> search_roots()
         self._paths: Dict[Tuple[str, str], Optional[str]] = {}  # (importer dir, dotted) -> file
+        # folder -> the casefolded names in it (None: it cannot be listed), kept as `_paths` is
+        self._listings: Dict[str, Optional[frozenset]] = {}
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
@@ -232,6 +234,7 @@ class Project:
                 self.roots.append(r)
                 self._search_roots.clear()
                 self._paths.clear()  # a module not found before may be under the new root
+                self._listings.clear()
 
     # -- one checked file -------------------------------------------------------------------
     def begin(self, tracer) -> None:
@@ -304,14 +307,30 @@ class Project:
             d = base_dir
             for _ in range(level - 1):
                 d = os.path.dirname(d)
-            found = _module_file(d, parts)
+            found = _module_file(d, parts, self._listed)
         else:
             for root in self.search_roots(importer):
-                found = _module_file(root, parts)
+                found = _module_file(root, parts, self._listed)
                 if found:
                     break
         self._paths[key] = found
         return found
+
+    def _listed(self, folder: str) -> Optional[frozenset]:
+        """The casefolded names of the entries of `folder` (a search root), listed once (an
+        empty set when it does not exist or is no folder; None when it cannot be listed, e.g.
+        no read permission): a module probed for in a root without its top name costs no
+        stat."""
+        if folder in self._listings:
+            return self._listings[folder]
+        try:
+            names: Optional[frozenset] = frozenset(n.casefold() for n in os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            names = frozenset()
+        except (OSError, ValueError):
+            names = None
+        self._listings[folder] = names
+        return names
 
     def mentions(self, path: str, words) -> bool:
         """Whether the file's bytes match `words`, a bytes regex, or bind the name `words` (a
@@ -553,10 +572,21 @@ def _defined(tracer, value: ast.expr, depth: int = 0):
     return None
 
 
-def _module_file(root: str, parts: Sequence[str]) -> Optional[str]:
+def _module_file(root: str, parts: Sequence[str], listed=None) -> Optional[str]:
+    """`root/a/b.py` or `root/a/b/__init__.py` for parts (a, b), or None. `listed(folder)`:
+    the casefolded names in a folder (or None): when `root` holds no entry named `a` (nor
+    `a.py` for a single part) in any case (a case-insensitive file system would find those),
+    there is no such module, without a stat."""
     if not parts:
         init = os.path.join(root, "__init__.py")
         return init if os.path.isfile(init) else None
+    first = parts[0]
+    if listed is not None and first.isascii():
+        names = listed(root)
+        if names is not None:
+            folded = first.casefold()
+            if folded not in names and (len(parts) > 1 or folded + ".py" not in names):
+                return None
     base = os.path.join(root, *parts)
     if os.path.isfile(base + ".py"):
         return base + ".py"
