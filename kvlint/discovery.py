@@ -34,7 +34,12 @@ class Discovery:
 
 
 def discover(paths: Sequence[str], respect_gitignore: bool = True) -> Discovery:
-    out = Discovery()
+    return Discovery(list(walk(paths, respect_gitignore)), explicit_files(paths), missing_paths(paths))
+
+
+def walk(paths: Sequence[str], respect_gitignore: bool = True) -> Iterator[str]:
+    """The files `discover` lists, in its order, each as soon as it is found (`kvlint check`
+    hands them to its workers while the walk goes on)."""
     seen = set()
     gitignore = GitIgnore() if respect_gitignore else None
     for p in paths:
@@ -42,15 +47,19 @@ def discover(paths: Sequence[str], respect_gitignore: bool = True) -> Discovery:
             for f in _walk(p, gitignore):
                 if f not in seen:
                     seen.add(f)
-                    out.files.append(f)
-        elif os.path.lexists(p):
-            if p not in seen:
-                seen.add(p)
-                out.files.append(p)
-            out.explicit.add(p)
-        else:
-            out.missing.append(p)
-    return out
+                    yield f
+        elif os.path.lexists(p) and p not in seen:
+            seen.add(p)
+            yield p
+
+
+def explicit_files(paths: Sequence[str]) -> Set[str]:
+    """The paths named on the command line that are no folder (files, links, FIFOs...)."""
+    return {p for p in paths if not os.path.isdir(p) and os.path.lexists(p)}
+
+
+def missing_paths(paths: Sequence[str]) -> List[str]:
+    return [p for p in paths if not os.path.isdir(p) and not os.path.lexists(p)]
 
 
 def iter_python_files(paths: Sequence[str], respect_gitignore: bool = False) -> Tuple[List[str], List[str]]:

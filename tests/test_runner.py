@@ -214,3 +214,104 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
     words = [w.format(dir=tmp_path / "pkg", file=tmp_path / "pkg" / "m.py") for w in argv]
     args = build_parser().parse_args(["check", "--cache-dir", str(cache_dir), *words])
     assert _cold_folders(args) is expected
+
+
+# -- the stream of a cold run: files go to the workers while the walk goes on --------------------
+class RecordingPool:
+    """A thread pool standing for the process pool: records each chunk sent and how many
+    were out at that moment."""
+
+    def __init__(self, workers=2):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(workers)
+        self.sizes, self.out, self.futures = [], [], []
+        self.shut = False
+
+    def submit(self, fn, settings, chunk, *rest):
+        self.sizes.append(len(chunk))
+        future = self.pool.submit(fn, settings, chunk, *rest)
+        self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
+        self.futures.append(future)
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self.shut = True
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_a_stream_gives_every_file_the_serial_outcome(tree):
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    other = Settings(ignore=("KV103",))
+    for n, path in enumerate(tree):
+        stream.add(path, other if n % 4 == 0 else Settings())
+    mine = [p for n, p in enumerate(tree) if n % 4 != 0]
+    theirs = [p for n, p in enumerate(tree) if n % 4 == 0]
+    assert summary(runner.check_files(mine, Settings(), jobs=1, stream=stream)) == \
+        summary(runner.check_files(mine, Settings(), jobs=1))
+    assert summary(runner.check_files(theirs, other, jobs=1, stream=stream)) == \
+        summary(runner.check_files(theirs, other, jobs=1))
+    assert sum(pool.sizes) == len(tree) and max(pool.sizes) <= runner.MAX_CHUNK
+    assert max(pool.out) <= 4  # at most two chunks per worker out at a time
+    assert stream.outcome("never/added.py") is None
+    stream.close()
+    assert pool.shut
+
+
+def test_a_stream_ends_with_small_chunks(tmp_path):
+    paths = []
+    for i in range(300):
+        (tmp_path / f"c{i:03d}.py").write_text(CLEAN)
+        paths.append(str(tmp_path / f"c{i:03d}.py"))
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    sent_during_walk = []
+    for path in paths:
+        stream.add(path, Settings())
+        sent_during_walk.append(len(pool.sizes))
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    assert sent_during_walk[0] == 1  # an idle worker gets the first file at once
+    assert max(pool.sizes[:sent_during_walk[-1]][2:]) == runner.MAX_CHUNK  # then full chunks
+    assert pool.sizes[-4:] == [1, 1, 1, 1]  # guided: the last chunks are single files
+    assert sum(pool.sizes) == 300
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_worker_that_dies_in_a_stream_costs_only_its_file(tree, monkeypatch):
+    victim = tree[5]
+    real = runner.check_one
+
+    def crashing(checker, path, *rest):
+        if path == victim:
+            os._exit(3)
+        return real(checker, path, *rest)
+
+    monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
+    runner.prestart(2)
+    stream = runner.open_stream(2, hashed=False)
+    try:
+        for path in tree:
+            stream.add(path, Settings())
+        results = runner.check_files(tree, Settings(), jobs=2, stream=stream)
+    finally:
+        runner.stop_prestarted()
+    by_path = {r.path: r for r in results}
+    assert [f.code for f in by_path[victim].findings] == ["KV000"]
+    assert "crashed" in by_path[victim].findings[0].message
+    assert [f.code for f in by_path[tree[3]].findings] == ["KV103"]
+    assert [r.path for r in results] == tree
+    assert runner._STREAMS == []
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_cold_folder_run_streams_to_the_prestarted_workers(tree, tmp_path, capsys, monkeypatch):
+    opened = []
+    real = runner.open_stream
+    monkeypatch.setattr(runner, "open_stream", lambda *a, **k: opened.append(real(*a, **k)) or opened[-1])
+    assert main(["check", "--isolated", "--no-cache", "--jobs", "2", "--format", "concise", str(tmp_path)]) == 1
+    streamed = capsys.readouterr().out
+    assert opened and opened[0] is not None and opened[0]._pool is None  # used, then closed
+    assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == streamed
