@@ -12,9 +12,9 @@ in the order of the input paths whatever the scheduling.
   chunk's files, which are retried one by one in fresh workers; a file that kills a worker
   again gets a KV000 finding.
 - `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
-  configuration; each imports the rules and loads the catalog while this process walks the
-  folders, and the first parallel batch uses them (`stop_prestarted()` ends them if none
-  does). `open_stream()` turns them into a Stream: `kvlint check` adds each file as the walk
+  configuration, once this process has loaded the catalog and imported the rules (the
+  workers inherit both), and the first parallel batch uses them (`stop_prestarted()` ends
+  them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each file as the walk
   finds it, so the workers start checking before the walk ends, and the last chunks are
   small so that they end together.
 """
@@ -130,9 +130,14 @@ def _worker_init() -> None:  # a spawned worker (no fork) starts with the defaul
 
 
 def _worker_warm() -> None:
-    """A prestarted worker: forked before the catalog and the rules were loaded, it loads them
-    now (the Checker for the run's settings is built on its first chunk, then frozen)."""
+    """A prestarted worker: the catalog and the rules are loaded (inherited from the process
+    that forked it, else loaded now); the Checker for the run's settings is built on its
+    first chunk, then frozen."""
     _worker_init()
+    _load_setup()
+
+
+def _load_setup() -> None:
     from kvlint.catalog import load_catalog
     from kvlint.checks import all_rules
 
@@ -199,12 +204,15 @@ _PRESTARTED: List["ProcessPoolExecutor"] = []  # at most one: started by prestar
 
 def prestart(jobs: Optional[int] = None) -> None:
     """Start the workers of a coming parallel batch now (a cold scan's serial start: the
-    folders are walked while the workers load the rules). Does nothing with `jobs` 1 or where
-    no pool can be made; the first `_check_parallel` takes the pool, `stop_prestarted()` ends
-    it if none did."""
+    folders are walked while the workers build their checkers). The catalog and the rules
+    are loaded here first, so the forked workers share them instead of each loading them
+    while this process walks (three processes on two cores). Does nothing with `jobs` 1 or
+    where no pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
+    `stop_prestarted()` ends it if none did."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs < 2 or _PRESTARTED:
         return
+    _load_setup()  # here, once: forked workers inherit it (each loading it took longer)
     try:
         pool = _pool(jobs, initializer=_worker_warm)
         pool.submit(int)  # a fork-context pool starts all its workers at its first task
@@ -214,8 +222,7 @@ def prestart(jobs: Optional[int] = None) -> None:
 
 
 def stop_prestarted() -> None:
-    """End a prestarted pool no batch took (its workers exit once they have loaded the rules),
-    and the pool of an open Stream."""
+    """End a prestarted pool no batch took, and the pool of an open Stream."""
     while _PRESTARTED:
         _PRESTARTED.pop().shutdown(wait=True)
     while _STREAMS:
@@ -224,6 +231,8 @@ def stop_prestarted() -> None:
 
 # -- a cold run's stream -----------------------------------------------------------------------
 _STREAMS: List["Stream"] = []
+WALK_CHUNK_BYTES = 256 * 1024  # a chunk sent during the walk: about 16 files of model code
+BIG_FILE_BYTES = 64 * 1024  # after the walk, the waiting files this big are sent first
 
 
 def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) -> Optional["Stream"]:
@@ -241,11 +250,13 @@ class Stream:
     """The files of a cold run, handed to the prestarted workers while the folders are still
     walked (`kvlint check` adds each file as discovery finds it), so that no worker waits for
     the end of the walk. At most two chunks per worker are out at a time and the other files
-    wait here. During the walk a chunk goes out when it is full, or at once while fewer chunks
-    than workers are out (a worker starts as soon as it can); once the walk is over, each
-    chunk is the waiting files over twice the workers
-    (at most MAX_CHUNK), so the last chunks are small and the workers end together (guided
-    self-scheduling). `outcome(path)` waits for a file's outcome. A worker that dies breaks
+    wait here. Chunks are measured in bytes (a file's size stands for its cost: the few big
+    model files take most of a scan): during the walk a chunk goes out when full
+    (WALK_CHUNK_BYTES or MAX_CHUNK files), or at once while fewer chunks than workers are out;
+    once the walk is over, the big files still waiting go first, biggest first (BIG_FILE_BYTES:
+    a 240 KB model runner found last was the last to end), and a chunk holds at most the
+    waiting bytes over twice the workers, so the last chunks are small and the workers end
+    together (guided self-scheduling; a big file goes alone). `outcome(path)` waits for a file's outcome. A worker that dies breaks
     the pool: the chunks it failed, and the files still waiting, are checked as
     `_check_parallel` retries them. `hashed`: outcomes carry the content hash (for a cache)."""
 
@@ -254,8 +265,9 @@ class Stream:
         self.workers = max(1, workers)
         self.hashed = hashed
         self.roots = tuple(roots)
-        self._waiting: Dict[object, Tuple[Settings, List[str]]] = {}  # per settings, in order of arrival
-        self._count = 0  # files waiting
+        # per settings, in order of arrival: (settings, [(path, size)])
+        self._waiting: Dict[object, Tuple[Settings, List[Tuple[str, int]]]] = {}
+        self._bytes = 0  # waiting
         self._out: Dict["Future", Tuple[Settings, List[str]]] = {}  # future -> its chunk
         self._done: Dict[str, Outcome] = {}
         self._broken: List[Tuple[Settings, List[str]]] = []  # chunks to retry
@@ -269,8 +281,12 @@ class Stream:
         entry = self._waiting.get(key)
         if entry is None:
             entry = self._waiting[key] = (settings, [])
-        entry[1].append(path)
-        self._count += 1
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # the worker reports it
+        entry[1].append((path, size))
+        self._bytes += size
         self._pump(block=False)
 
     def outcome(self, path: str) -> Optional[Outcome]:
@@ -286,10 +302,10 @@ class Stream:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # -- scheduling ------------------------------------------------------------------------
-    def _size(self) -> int:
+    def _budget(self) -> int:
         if not self._walked:
-            return MAX_CHUNK
-        return max(1, min(MAX_CHUNK, self._count // (2 * self.workers)))
+            return WALK_CHUNK_BYTES
+        return self._bytes // (2 * self.workers)
 
     def _pump(self, block: bool) -> None:
         """Collect the finished chunks (with `block`, wait for one first), then send waiting
@@ -305,18 +321,21 @@ class Stream:
             for future in done:
                 self._collect(future)
         while self._pool is not None and self._waiting and len(self._out) < 2 * self.workers:
-            size = self._size()
             key = next(iter(self._waiting))
-            settings, paths = self._waiting[key]
-            if not self._walked and len(paths) < size and len(self._out) >= self.workers:
+            settings, files = self._waiting[key]
+            budget, taken, n = self._budget(), 0, 0
+            while n < len(files) and n < MAX_CHUNK and (n == 0 or taken + files[n][1] <= budget):
+                taken += files[n][1]
+                n += 1
+            full = n == MAX_CHUNK or n < len(files)
+            if not self._walked and not full and len(self._out) >= self.workers:
                 break  # every worker has work: wait for a full chunk
-            chunk = paths[:size]
-            if len(paths) > size:
-                self._waiting[key] = (settings, paths[size:])
+            if n < len(files):
+                self._waiting[key] = (settings, files[n:])
             else:
                 del self._waiting[key]
-            self._count -= len(chunk)
-            self._send(settings, chunk)
+            self._bytes -= taken
+            self._send(settings, [path for path, _ in files[:n]])
 
     def _send(self, settings: Settings, chunk: List[str]) -> None:
         assert self._pool is not None
@@ -355,16 +374,25 @@ class Stream:
         pool, self._pool = self._pool, None
         for future in list(self._out):
             self._collect(future)
-        self._broken.extend(self._waiting.values())
+        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
         self._waiting.clear()
-        self._count = 0
+        self._bytes = 0
         pool.shutdown(wait=True)
 
     def _finish(self) -> None:
-        self._walked = True
+        if not self._walked:
+            self._walked = True
+            # the big files still waiting go first (longest first, as in LPT scheduling, so
+            # that none is left for the end), each settings' others after them in their order
+            big = {("big", k): (st, [f for f in fs if f[1] >= BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
+            rest = {("rest", k): (st, [f for f in fs if f[1] < BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
+            self._waiting = {k: v for k, v in [*big.items(), *rest.items()] if v[1]}
+            for _, files in self._waiting.values():
+                files.sort(key=lambda f: -f[1] if f[1] >= BIG_FILE_BYTES else 0)
         while self._pool is not None and (self._waiting or self._out):
             self._pump(block=True)
-        self._broken.extend(self._waiting.values())  # (a pool closed before the end)
+        # (a pool closed before the end)
+        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
         self._waiting.clear()
         while self._broken:
             settings, chunk = self._broken.pop(0)

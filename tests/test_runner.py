@@ -225,11 +225,12 @@ class RecordingPool:
         from concurrent.futures import ThreadPoolExecutor
 
         self.pool = ThreadPoolExecutor(workers)
-        self.sizes, self.out, self.futures = [], [], []
+        self.sizes, self.out, self.futures, self.chunks = [], [], [], []
         self.shut = False
 
     def submit(self, fn, settings, chunk, *rest):
         self.sizes.append(len(chunk))
+        self.chunks.append([path for _, path in chunk])
         future = self.pool.submit(fn, settings, chunk, *rest)
         self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
         self.futures.append(future)
@@ -315,3 +316,54 @@ def test_a_cold_folder_run_streams_to_the_prestarted_workers(tree, tmp_path, cap
     assert opened and opened[0] is not None and opened[0]._pool is None  # used, then closed
     assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
     assert capsys.readouterr().out == streamed
+
+
+def test_a_big_file_goes_alone(tmp_path):
+    """Chunks are measured in bytes: a big model file is sent alone, not with the files
+    around it (which would make one chunk, and one worker, the last to end)."""
+    paths = []
+    for i in range(60):
+        p = tmp_path / f"f{i:02d}.py"
+        p.write_text(CLEAN * (20000 if i in (30, 50) else 1))  # two files of ~340 KB
+        paths.append(str(p))
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    results = runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    assert [r.path for r in results] == paths
+    for big in (paths[30], paths[50]):
+        assert [c for c in pool.chunks if big in c] == [[big]]
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
+
+
+def test_after_the_walk_the_big_files_go_first(tmp_path):
+    import threading
+
+    gate = threading.Event()
+    paths, sizes = [], {}
+    for i in range(80):
+        p = tmp_path / f"g{i:02d}.py"
+        repeat = {40: 8000, 70: 12000, 75: 9000}.get(i, 1)  # three files of 150-210 KB, found late
+        p.write_text(CLEAN * repeat)
+        paths.append(str(p))
+        sizes[str(p)] = p.stat().st_size
+    pool = RecordingPool()
+    real_submit = pool.submit
+
+    def gated(fn, *args):
+        return real_submit(lambda *a: gate.wait() and fn(*a), *args)
+
+    pool.submit = gated
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    during_walk = len(pool.chunks)
+    assert during_walk == 4  # two chunks per worker out; the others wait
+    gate.set()
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    after = pool.chunks[during_walk:]
+    assert after[:3] == [[paths[70]], [paths[75]], [paths[40]]]  # the biggest first, each alone
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
