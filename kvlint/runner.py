@@ -233,6 +233,7 @@ def stop_prestarted() -> None:
 _STREAMS: List["Stream"] = []
 WALK_CHUNK_BYTES = 256 * 1024  # a chunk sent during the walk: about 16 files of model code
 BIG_FILE_BYTES = 64 * 1024  # after the walk, the waiting files this big are sent first
+POLL_EVERY = 8  # while every worker has two chunks, finished ones are looked for every 8 files
 
 
 def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) -> Optional["Stream"]:
@@ -273,6 +274,7 @@ class Stream:
         self._broken: List[Tuple[Settings, List[str]]] = []  # chunks to retry
         self._walked = False
         self._last: Tuple[Optional[Settings], object] = (None, None)
+        self._added = 0
 
     def add(self, path: str, settings: Settings) -> None:
         if settings is not self._last[0]:  # the resolver hands out one object per configuration
@@ -287,7 +289,9 @@ class Stream:
             size = 0  # the worker reports it
         entry[1].append((path, size))
         self._bytes += size
-        self._pump(block=False)
+        self._added += 1
+        if len(self._out) < 2 * self.workers or self._added % POLL_EVERY == 0:
+            self._pump(block=False)  # (asking each future whether it is done costs)
 
     def outcome(self, path: str) -> Optional[Outcome]:
         """The outcome of a file added before (None for one never added): the first call ends
