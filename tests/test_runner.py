@@ -61,7 +61,15 @@ def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
     """A file that kills its worker process (as a C-level crash would) gets a KV000; the
     other files of its chunk are retried and checked."""
     monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
-    victim = tree[4]
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("needs fork to inject the crash into workers")
+    crash_on(monkeypatch, tree[4])
+    only_the_victim_lost(runner.check_files(tree, Settings(), jobs=2), tree, tree[4])
+
+
+def crash_on(monkeypatch, victim):
+    """check_one kills its worker process on `victim` (as a C-level crash would); forked
+    workers inherit the patch."""
     real = runner.check_one
 
     def crashing(checker, path, *rest):
@@ -69,10 +77,10 @@ def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
             os._exit(3)
         return real(checker, path, *rest)
 
-    monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
-    if "fork" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("needs fork to inject the crash into workers")
-    results = runner.check_files(tree, Settings(), jobs=2)
+    monkeypatch.setattr(runner, "check_one", crashing)
+
+
+def only_the_victim_lost(results, tree, victim):
     by_path = {r.path: r for r in results}
     assert [f.code for f in by_path[victim].findings] == ["KV000"]
     assert "crashed" in by_path[victim].findings[0].message
@@ -281,15 +289,7 @@ def test_a_stream_ends_with_small_chunks(tmp_path):
 
 @pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
 def test_a_worker_that_dies_in_a_stream_costs_only_its_file(tree, monkeypatch):
-    victim = tree[5]
-    real = runner.check_one
-
-    def crashing(checker, path, *rest):
-        if path == victim:
-            os._exit(3)
-        return real(checker, path, *rest)
-
-    monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
+    crash_on(monkeypatch, tree[5])
     runner.prestart(2)
     stream = runner.open_stream(2, hashed=False)
     try:
@@ -298,11 +298,7 @@ def test_a_worker_that_dies_in_a_stream_costs_only_its_file(tree, monkeypatch):
         results = runner.check_files(tree, Settings(), jobs=2, stream=stream)
     finally:
         runner.stop_prestarted()
-    by_path = {r.path: r for r in results}
-    assert [f.code for f in by_path[victim].findings] == ["KV000"]
-    assert "crashed" in by_path[victim].findings[0].message
-    assert [f.code for f in by_path[tree[3]].findings] == ["KV103"]
-    assert [r.path for r in results] == tree
+    only_the_victim_lost(results, tree, tree[5])
     assert runner._STREAMS == []
 
 
