@@ -7,10 +7,12 @@
 Runs, in this order and each `--repeat` times (the best wall time is kept, with that run's
 CPU and memory):
 
-- kvlint cold: `kvlint check --no-cache` (default rules, default --jobs = CPUs);
+- kvlint cold: `kvlint check --no-cache` (default rules, default --jobs = CPUs), in turns
+  with ruff: `ruff check --no-cache --isolated` (its default rules), when `ruff` is found
+  (kvlint, ruff, ruff, kvlint, ...: this machine's speed drifts within a minute, so the two
+  are compared on the same minutes; the median of the run-by-run ratios is printed too);
 - kvlint cold serial: the same with `--jobs 1`;
 - kvlint warm: `kvlint check --cache-dir <tmp>` after one priming run, nothing changed;
-- ruff: `ruff check --no-cache --isolated` (its default rules), when `ruff` is found;
 - TorchFix: `torchfix` (its default rules and jobs), when found (`--torchfix`, or on PATH);
   once, as it takes minutes.
 
@@ -33,12 +35,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -53,19 +56,45 @@ class Run:
     status: int
 
 
+def run_once(name: str, argv: List[str], env=None) -> Run:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return Run(name, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+
+
 def measure(name: str, argv: List[str], repeat: int, env=None) -> Run:
-    best: Optional[Run] = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        run = Run(name, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
-        if best is None or run.wall < best.wall:
-            best = run
-    assert best is not None
-    return best
+    return min((run_once(name, argv, env) for _ in range(repeat)), key=lambda r: r.wall)
+
+
+@dataclass
+class Paired:
+    """kvlint and a peer run in turns (ABBA...), so that both see the same machine: this
+    machine's speed drifts by up to 2x within a minute, and a block of one tool's runs then
+    a block of the other's compared different machines. `ratios`: kvlint's wall / the peer's
+    in each adjacent pair."""
+    kvlint: Run
+    peer: Run
+    ratios: List[float]
+
+    @property
+    def median_ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+
+def measure_paired(a_name: str, a_argv: List[str], b_name: str, b_argv: List[str], repeat: int,
+                   env=None, peer_env=None) -> Paired:
+    a_runs, b_runs = [], []
+    for k in range(repeat):
+        if k % 2 == 0:
+            a_runs.append(run_once(a_name, a_argv, env))
+            b_runs.append(run_once(b_name, b_argv, peer_env))
+        else:
+            b_runs.append(run_once(b_name, b_argv, peer_env))
+            a_runs.append(run_once(a_name, a_argv, env))
+    return Paired(min(a_runs, key=lambda r: r.wall), min(b_runs, key=lambda r: r.wall),
+                  [a.wall / b.wall for a, b in zip(a_runs, b_runs)])
 
 
 def corpus_size(paths: List[str]):
@@ -91,14 +120,22 @@ def _load() -> str:
         return "load average unknown"
 
 
-def bench(paths: List[str], args, env, serial: bool = True, warm: bool = True, torchfix: bool = True) -> List[Run]:
-    """Measure one corpus and print its table and ratios; returns the runs (kvlint cold first)."""
+def bench(paths: List[str], args, env, serial: bool = True, warm: bool = True,
+          torchfix: bool = True) -> Tuple[List[Run], Optional[Paired]]:
+    """Measure one corpus and print its table and ratios; returns the runs (kvlint cold first)
+    and the paired kvlint cold / ruff runs."""
     kvlint = [args.python, "-m", "kvlint", "check", *paths, "--no-source"]
     files, lines = corpus_size(paths)
     print(f"corpus: {', '.join(paths)}: {files} .py files, {lines:,} lines; {os.cpu_count()} CPUs; "
           f"best of {args.repeat}; {_load()}")
 
-    runs = [measure("kvlint cold", kvlint + ["--no-cache"], args.repeat, env)]
+    paired = None
+    if args.ruff:  # kvlint cold and ruff in turns (see Paired)
+        paired = measure_paired("kvlint cold", kvlint + ["--no-cache"], "ruff (default rules)",
+                                [args.ruff, "check", "--no-cache", "--isolated", *paths], args.repeat, env)
+        runs = [paired.kvlint]
+    else:
+        runs = [measure("kvlint cold", kvlint + ["--no-cache"], args.repeat, env)]
     if serial:
         runs.append(measure("kvlint cold --jobs 1", kvlint + ["--no-cache", "--jobs", "1"], args.repeat, env))
     warm_run = None
@@ -109,8 +146,8 @@ def bench(paths: List[str], args, env, serial: bool = True, warm: bool = True, t
             warm_run = measure("kvlint warm (cache)", cached, args.repeat, env)
             runs.append(warm_run)
     ruff = tf = None
-    if args.ruff:
-        ruff = measure("ruff (default rules)", [args.ruff, "check", "--no-cache", "--isolated", *paths], args.repeat)
+    if paired is not None:
+        ruff = paired.peer
         runs.append(ruff)
     else:
         print("ruff: not found (--ruff PATH)")
@@ -133,6 +170,9 @@ def bench(paths: List[str], args, env, serial: bool = True, warm: bool = True, t
         print(f"kvlint cold / {label}: wall {cold.wall / other.wall:.3g}x, CPU {cold.cpu / other.cpu:.3g}x, "
               f"memory {cold.max_rss_mb / other.max_rss_mb:.3g}x"
               + (f" ({label} takes {other.wall / cold.wall:.2g}x kvlint's wall time)" if other.wall > cold.wall else ""))
+        if other is ruff and paired is not None:
+            print(f"kvlint cold / ruff, run by run (in turns): median {paired.median_ratio:.3g}x, "
+                  f"range {min(paired.ratios):.3g}-{max(paired.ratios):.3g}x")
         if warm_run is not None:
             print(f"kvlint warm / {label}: wall {warm_run.wall / other.wall:.3g}x")
     if serial:
@@ -140,7 +180,7 @@ def bench(paths: List[str], args, env, serial: bool = True, warm: bool = True, t
     if warm_run is not None:
         print(f"kvlint warm re-check {warm_run.wall:.2f} s wall, {warm_run.cpu:.2f} s CPU")
     print(_load(), "\n")
-    return runs
+    return runs, paired
 
 
 def targets(eco: str, args, env) -> int:
@@ -154,8 +194,8 @@ def targets(eco: str, args, env) -> int:
     if not args.ruff:
         print("--targets needs ruff (--ruff PATH)")
         return 2
-    first = bench([cri, va], args, env, torchfix=False)
-    second = bench([sgl], args, env, serial=False, warm=False, torchfix=False)
+    first, paired1 = bench([cri, va], args, env, torchfix=False)
+    second, paired2 = bench([sgl], args, env, serial=False, warm=False, torchfix=False)
     sys.path.insert(0, HERE)
     import recheck
 
@@ -164,8 +204,10 @@ def targets(eco: str, args, env) -> int:
     ruff1, ruff2 = by["ruff (default rules)"], second[-1]
     rows = [
         ("cri+va cold / ruff (wall)", f"{first[0].wall / ruff1.wall:.2f}x", "<= 2x", first[0].wall <= 2 * ruff1.wall),
+        ("cri+va cold / ruff (run by run)", f"median {paired1.median_ratio:.2f}x", "", None),
         ("cri+va cold / ruff (CPU)", f"{first[0].cpu / ruff1.cpu:.2f}x", "", None),
         ("sglang cold / ruff (wall)", f"{second[0].wall / ruff2.wall:.2f}x", "< 1x", second[0].wall < ruff2.wall),
+        ("sglang cold / ruff (run by run)", f"median {paired2.median_ratio:.2f}x", "", None),
         ("sglang cold / ruff (CPU)", f"{second[0].cpu / ruff2.cpu:.2f}x", "", None),
         ("cri+va warm re-check", f"{by['kvlint warm (cache)'].wall:.2f} s", "< 0.3 s",
          by["kvlint warm (cache)"].wall < 0.3),

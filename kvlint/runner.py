@@ -12,9 +12,11 @@ in the order of the input paths whatever the scheduling.
   chunk's files, which are retried one by one in fresh workers; a file that kills a worker
   again gets a KV000 finding.
 - `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
-  configuration; each imports the rules and loads the catalog while this process walks the
-  folders, and the first parallel batch uses them (`stop_prestarted()` ends them if none
-  does).
+  configuration, once this process has loaded the catalog and imported the rules (the
+  workers inherit both), and the first parallel batch uses them (`stop_prestarted()` ends
+  them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each file as the walk
+  finds it, so the workers start checking before the walk ends, and the last chunks are
+  small so that they end together.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from kvlint.settings import Settings
 from kvlint.source import file_stat, read_file
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
     from kvlint.engine import Checker
 
@@ -47,15 +49,18 @@ def default_jobs() -> int:
 
 
 def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
-                cache: Optional[Cache] = None, roots: Sequence[str] = ()) -> List[FileResult]:
+                cache: Optional[Cache] = None, roots: Sequence[str] = (),
+                stream: Optional["Stream"] = None) -> List[FileResult]:
     """One FileResult per path, in the order of `paths`. `roots`: the folders and files given
-    on the command line (import roots of the checked project)."""
+    on the command line (import roots of the checked project). `stream`: a Stream these
+    paths were added to (with these settings), whose outcomes are taken for the files the
+    cache does not hold."""
     with collector_tuned():
-        return _check_files(paths, settings, jobs, cache, roots)
+        return _check_files(paths, settings, jobs, cache, roots, stream)
 
 
 def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
-                 cache: Optional[Cache], roots: Sequence[str]) -> List[FileResult]:
+                 cache: Optional[Cache], roots: Sequence[str], stream: Optional["Stream"] = None) -> List[FileResult]:
     results: List[Optional[FileResult]] = [None] * len(paths)
     todo: List[int] = []
     for i, path in enumerate(paths):
@@ -63,7 +68,13 @@ def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
         if hit is not None:
             results[i] = hit
         else:
-            todo.append(i)
+            outcome = stream.outcome(path) if stream is not None else None
+            if outcome is None:
+                todo.append(i)
+                continue
+            results[i] = outcome[0]
+            if cache is not None:
+                cache.put(path, outcome[1], outcome[2], outcome[0])
     if todo:
         jobs = default_jobs() if jobs is None else max(1, jobs)
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
@@ -119,9 +130,14 @@ def _worker_init() -> None:  # a spawned worker (no fork) starts with the defaul
 
 
 def _worker_warm() -> None:
-    """A prestarted worker: forked before the catalog and the rules were loaded, it loads them
-    now (the Checker for the run's settings is built on its first chunk, then frozen)."""
+    """A prestarted worker: the catalog and the rules are loaded (inherited from the process
+    that forked it, else loaded now); the Checker for the run's settings is built on its
+    first chunk, then frozen."""
     _worker_init()
+    _load_setup()
+
+
+def _load_setup() -> None:
     from kvlint.catalog import load_catalog
     from kvlint.checks import all_rules
 
@@ -188,12 +204,15 @@ _PRESTARTED: List["ProcessPoolExecutor"] = []  # at most one: started by prestar
 
 def prestart(jobs: Optional[int] = None) -> None:
     """Start the workers of a coming parallel batch now (a cold scan's serial start: the
-    folders are walked while the workers load the rules). Does nothing with `jobs` 1 or where
-    no pool can be made; the first `_check_parallel` takes the pool, `stop_prestarted()` ends
-    it if none did."""
+    folders are walked while the workers build their checkers). The catalog and the rules
+    are loaded here first, so the forked workers share them instead of each loading them
+    while this process walks (three processes on two cores). Does nothing with `jobs` 1 or
+    where no pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
+    `stop_prestarted()` ends it if none did."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs < 2 or _PRESTARTED:
         return
+    _load_setup()  # here, once: forked workers inherit it (each loading it took longer)
     try:
         pool = _pool(jobs, initializer=_worker_warm)
         pool.submit(int)  # a fork-context pool starts all its workers at its first task
@@ -203,9 +222,186 @@ def prestart(jobs: Optional[int] = None) -> None:
 
 
 def stop_prestarted() -> None:
-    """End a prestarted pool no batch took (its workers exit once they have loaded the rules)."""
+    """End a prestarted pool no batch took, and the pool of an open Stream."""
     while _PRESTARTED:
         _PRESTARTED.pop().shutdown(wait=True)
+    while _STREAMS:
+        _STREAMS.pop().close()
+
+
+# -- a cold run's stream -----------------------------------------------------------------------
+_STREAMS: List["Stream"] = []
+WALK_CHUNK_BYTES = 256 * 1024  # a chunk sent during the walk: about 16 files of model code
+BIG_FILE_BYTES = 64 * 1024  # after the walk, the waiting files this big are sent first
+POLL_EVERY = 8  # while every worker has two chunks, finished ones are looked for every 8 files
+
+
+def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) -> Optional["Stream"]:
+    """A Stream over the pool `prestart(jobs)` started (None when there is none: prestart()
+    was not called, or could make no pool)."""
+    if not _PRESTARTED:
+        return None
+    pool = _PRESTARTED.pop()
+    stream = Stream(pool, default_jobs() if jobs is None else max(1, jobs), hashed, roots)
+    _STREAMS.append(stream)
+    return stream
+
+
+class Stream:
+    """The files of a cold run, handed to the prestarted workers while the folders are still
+    walked (`kvlint check` adds each file as discovery finds it), so that no worker waits for
+    the end of the walk. At most two chunks per worker are out at a time and the other files
+    wait here. Chunks are measured in bytes (a file's size stands for its cost: the few big
+    model files take most of a scan): during the walk a chunk goes out when full
+    (WALK_CHUNK_BYTES or MAX_CHUNK files), or at once while fewer chunks than workers are out;
+    once the walk is over, the big files still waiting go first, biggest first (BIG_FILE_BYTES:
+    a 240 KB model runner found last was the last to end), and a chunk holds at most the
+    waiting bytes over twice the workers, so the last chunks are small and the workers end
+    together (guided self-scheduling; a big file goes alone). `outcome(path)` waits for a file's outcome. A worker that dies breaks
+    the pool: the chunks it failed, and the files still waiting, are checked as
+    `_check_parallel` retries them. `hashed`: outcomes carry the content hash (for a cache)."""
+
+    def __init__(self, pool: "ProcessPoolExecutor", workers: int, hashed: bool, roots: Sequence[str]):
+        self._pool: Optional["ProcessPoolExecutor"] = pool
+        self.workers = max(1, workers)
+        self.hashed = hashed
+        self.roots = tuple(roots)
+        # per settings, in order of arrival: (settings, [(path, size)])
+        self._waiting: Dict[object, Tuple[Settings, List[Tuple[str, int]]]] = {}
+        self._bytes = 0  # waiting
+        self._out: Dict["Future", Tuple[Settings, List[str]]] = {}  # future -> its chunk
+        self._done: Dict[str, Outcome] = {}
+        self._broken: List[Tuple[Settings, List[str]]] = []  # chunks to retry
+        self._walked = False
+        self._last: Tuple[Optional[Settings], object] = (None, None)
+        self._added = 0
+
+    def add(self, path: str, settings: Settings) -> None:
+        if settings is not self._last[0]:  # the resolver hands out one object per configuration
+            self._last = (settings, _settings_key(settings))
+        key = self._last[1]
+        entry = self._waiting.get(key)
+        if entry is None:
+            entry = self._waiting[key] = (settings, [])
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # the worker reports it
+        entry[1].append((path, size))
+        self._bytes += size
+        self._added += 1
+        if len(self._out) < 2 * self.workers or self._added % POLL_EVERY == 0:
+            self._pump(block=False)  # (asking each future whether it is done costs)
+
+    def outcome(self, path: str) -> Optional[Outcome]:
+        """The outcome of a file added before (None for one never added): the first call ends
+        the stream (every waiting file is sent) and waits for the chunk holding it."""
+        if path not in self._done:
+            self._finish()
+        return self._done.pop(path, None)
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- scheduling ------------------------------------------------------------------------
+    def _budget(self) -> int:
+        if not self._walked:
+            return WALK_CHUNK_BYTES
+        return self._bytes // (2 * self.workers)
+
+    def _pump(self, block: bool) -> None:
+        """Collect the finished chunks (with `block`, wait for one first), then send waiting
+        files while fewer than two chunks per worker are out."""
+        if self._out and (block or len(self._out) >= 2 * self.workers):
+            done: Iterable["Future"]
+            if block:
+                from concurrent.futures import FIRST_COMPLETED, wait
+
+                done = wait(list(self._out), return_when=FIRST_COMPLETED)[0]
+            else:
+                done = [f for f in self._out if f.done()]
+            for future in done:
+                self._collect(future)
+        while self._pool is not None and self._waiting and len(self._out) < 2 * self.workers:
+            key = next(iter(self._waiting))
+            settings, files = self._waiting[key]
+            budget, taken, n = self._budget(), 0, 0
+            while n < len(files) and n < MAX_CHUNK and (n == 0 or taken + files[n][1] <= budget):
+                taken += files[n][1]
+                n += 1
+            full = n == MAX_CHUNK or n < len(files)
+            if not self._walked and not full and len(self._out) >= self.workers:
+                break  # every worker has work: wait for a full chunk
+            if n < len(files):
+                self._waiting[key] = (settings, files[n:])
+            else:
+                del self._waiting[key]
+            self._bytes -= taken
+            self._send(settings, [path for path, _ in files[:n]])
+
+    def _send(self, settings: Settings, chunk: List[str]) -> None:
+        assert self._pool is not None
+        try:
+            future = self._pool.submit(_check_chunk, settings, list(enumerate(chunk)), self.hashed, self.roots)
+        except RuntimeError:  # BrokenProcessPool (a RuntimeError), or a pool shut down
+            self._broken.append((settings, chunk))
+            self._break()
+            return
+        self._out[future] = (settings, chunk)
+
+    def _collect(self, future: "Future") -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        entry = self._out.pop(future, None)
+        if entry is None:
+            return  # collected already (by _break, while a batch of finished chunks was collected)
+        settings, chunk = entry
+        try:
+            outcomes = future.result()
+        except BrokenProcessPool:
+            self._broken.append((settings, chunk))
+            self._break()
+            return
+        except Exception as exc:  # an unpicklable result or the like: report, go on
+            for path in chunk:
+                self._done[path] = (_internal_error(path, exc), None, None)
+            return
+        for i, outcome in outcomes:
+            self._done[chunk[i]] = outcome
+
+    def _break(self) -> None:
+        """The pool is broken: what is out fails (or has finished), what waits is retried."""
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        for future in list(self._out):
+            self._collect(future)
+        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
+        self._waiting.clear()
+        self._bytes = 0
+        pool.shutdown(wait=True)
+
+    def _finish(self) -> None:
+        if not self._walked:
+            self._walked = True
+            # the big files still waiting go first (longest first, as in LPT scheduling, so
+            # that none is left for the end), each settings' others after them in their order
+            big = {("big", k): (st, [f for f in fs if f[1] >= BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
+            rest = {("rest", k): (st, [f for f in fs if f[1] < BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
+            self._waiting = {k: v for k, v in [*big.items(), *rest.items()] if v[1]}
+            for _, files in self._waiting.values():
+                files.sort(key=lambda f: -f[1] if f[1] >= BIG_FILE_BYTES else 0)
+        while self._pool is not None and (self._waiting or self._out):
+            self._pump(block=True)
+        # (a pool closed before the end)
+        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
+        self._waiting.clear()
+        while self._broken:
+            settings, chunk = self._broken.pop(0)
+            for i, outcome in _retried(settings, list(enumerate(chunk)), self.hashed, self.roots):
+                self._done[chunk[i]] = outcome
 
 
 def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, str]]]:
@@ -244,12 +440,19 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
                 for i, path in chunk:
                     yield i, (_internal_error(path, exc), None, None)
     for chunk in retry:
-        try:
-            with _pool(1) as pool:
-                outcomes = pool.submit(_check_chunk, settings, chunk, hashed, roots).result()
-        except BrokenProcessPool:
-            outcomes = [(i, _isolated(settings, path, roots)) for i, path in chunk]
-        yield from outcomes
+        yield from _retried(settings, chunk, hashed, roots)
+
+
+def _retried(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool,
+             roots: Sequence[str]) -> List[Tuple[int, Outcome]]:
+    """A chunk whose pool broke, in a pool of its own; if that one breaks too, file by file."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with _pool(1) as pool:
+            return pool.submit(_check_chunk, settings, chunk, hashed, roots).result()
+    except BrokenProcessPool:
+        return [(i, _isolated(settings, path, roots)) for i, path in chunk]
 
 
 def _isolated(settings: Settings, path: str, roots: Sequence[str] = ()) -> Outcome:
@@ -267,4 +470,4 @@ def _internal_error(path: str, exc: BaseException) -> FileResult:
     return FileResult(path, errors=[f"{path}: internal error: {type(exc).__name__}: {exc}"])
 
 
-__all__ = ["check_files", "check_one", "default_jobs", "prestart", "stop_prestarted", "read_file"]  # read_file: kvlint.source
+__all__ = ["check_files", "check_one", "default_jobs", "open_stream", "prestart", "stop_prestarted", "read_file"]  # read_file: kvlint.source

@@ -37,3 +37,51 @@ def test_precheck_skips_what_nothing_matches():
     assert precheck.match("docs/_build/")
     assert precheck.match("site")
     assert not precheck.match("docs/site")
+
+
+# -- GitIgnore.entries_of: one folder's decisions made once, the same as ignored() per path ------
+TREE_NAMES = ["build", "a", "b.py", "x_musa", "lib", "docs", "_build", "c.pyc", "keep"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(root_lines=st.lists(st.sampled_from(PATTERNS), max_size=5),
+       deep_lines=st.lists(st.sampled_from(PATTERNS), max_size=4),
+       exclude_lines=st.lists(st.sampled_from(PATTERNS), max_size=2),
+       layout=st.lists(st.lists(st.sampled_from(TREE_NAMES), min_size=1, max_size=3), min_size=1, max_size=8),
+       git=st.sampled_from(["dir", "file", "none"]))
+def test_entries_of_agrees_with_ignored_on_every_entry(tmp_path_factory, root_lines, deep_lines, exclude_lines,
+                                                         layout, git):
+    import os
+
+    from kvlint.discovery import GitIgnore
+
+    root = tmp_path_factory.mktemp("repo")
+    if git == "dir":
+        (root / ".git" / "info").mkdir(parents=True)
+        (root / ".git" / "info" / "exclude").write_text("\n".join(exclude_lines))
+    elif git == "file":  # a worktree's .git is a file
+        (root / ".git").write_text("gitdir: elsewhere\n")
+    (root / ".gitignore").write_text("\n".join(root_lines))
+    for parts in layout:
+        folder = root.joinpath(*parts[:-1])
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file on the way
+            continue
+        leaf = folder / parts[-1]
+        if not leaf.exists():
+            leaf.write_text("x = 1\n")
+    if not (root / "docs").is_file():
+        (root / "docs").mkdir(exist_ok=True)
+        if not (root / "docs" / ".gitignore").exists():
+            (root / "docs" / ".gitignore").mkdir()  # a folder named .gitignore is no file
+    deep = next((d for d, dirs, files in os.walk(root)
+                 if d != str(root) and ".git" not in d and ".gitignore" not in dirs + files), None)
+    if deep is not None:
+        (root / deep / ".gitignore").write_text("\n".join(deep_lines))
+    per_path, per_folder = GitIgnore(), GitIgnore()
+    for dirpath, dirnames, filenames in os.walk(root):
+        ignored = per_folder.entries_of(dirpath, str(root), dirnames + filenames)
+        for name, is_dir in [(d, True) for d in dirnames] + [(f, False) for f in filenames]:
+            expected = per_path.ignored(os.path.join(dirpath, name), is_dir, str(root))
+            assert (ignored is not None and ignored(name, is_dir)) == expected, (dirpath, name)

@@ -61,7 +61,15 @@ def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
     """A file that kills its worker process (as a C-level crash would) gets a KV000; the
     other files of its chunk are retried and checked."""
     monkeypatch.setattr(runner, "MIN_FILES_PER_WORKER", 1)
-    victim = tree[4]
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("needs fork to inject the crash into workers")
+    crash_on(monkeypatch, tree[4])
+    only_the_victim_lost(runner.check_files(tree, Settings(), jobs=2), tree, tree[4])
+
+
+def crash_on(monkeypatch, victim):
+    """check_one kills its worker process on `victim` (as a C-level crash would); forked
+    workers inherit the patch."""
     real = runner.check_one
 
     def crashing(checker, path, *rest):
@@ -69,10 +77,10 @@ def test_a_worker_that_dies_costs_only_its_file(tree, monkeypatch):
             os._exit(3)
         return real(checker, path, *rest)
 
-    monkeypatch.setattr(runner, "check_one", crashing)  # inherited by the forked workers
-    if "fork" not in __import__("multiprocessing").get_all_start_methods():
-        pytest.skip("needs fork to inject the crash into workers")
-    results = runner.check_files(tree, Settings(), jobs=2)
+    monkeypatch.setattr(runner, "check_one", crashing)
+
+
+def only_the_victim_lost(results, tree, victim):
     by_path = {r.path: r for r in results}
     assert [f.code for f in by_path[victim].findings] == ["KV000"]
     assert "crashed" in by_path[victim].findings[0].message
@@ -214,3 +222,144 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
     words = [w.format(dir=tmp_path / "pkg", file=tmp_path / "pkg" / "m.py") for w in argv]
     args = build_parser().parse_args(["check", "--cache-dir", str(cache_dir), *words])
     assert _cold_folders(args) is expected
+
+
+# -- the stream of a cold run: files go to the workers while the walk goes on --------------------
+class RecordingPool:
+    """A thread pool standing for the process pool: records each chunk sent and how many
+    were out at that moment."""
+
+    def __init__(self, workers=2):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(workers)
+        self.sizes, self.out, self.futures, self.chunks = [], [], [], []
+        self.shut = False
+
+    def submit(self, fn, settings, chunk, *rest):
+        self.sizes.append(len(chunk))
+        self.chunks.append([path for _, path in chunk])
+        future = self.pool.submit(fn, settings, chunk, *rest)
+        self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
+        self.futures.append(future)
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self.shut = True
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_a_stream_gives_every_file_the_serial_outcome(tree):
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    other = Settings(ignore=("KV103",))
+    for n, path in enumerate(tree):
+        stream.add(path, other if n % 4 == 0 else Settings())
+    mine = [p for n, p in enumerate(tree) if n % 4 != 0]
+    theirs = [p for n, p in enumerate(tree) if n % 4 == 0]
+    assert summary(runner.check_files(mine, Settings(), jobs=1, stream=stream)) == \
+        summary(runner.check_files(mine, Settings(), jobs=1))
+    assert summary(runner.check_files(theirs, other, jobs=1, stream=stream)) == \
+        summary(runner.check_files(theirs, other, jobs=1))
+    assert sum(pool.sizes) == len(tree) and max(pool.sizes) <= runner.MAX_CHUNK
+    assert max(pool.out) <= 4  # at most two chunks per worker out at a time
+    assert stream.outcome("never/added.py") is None
+    stream.close()
+    assert pool.shut
+
+
+def test_a_stream_ends_with_small_chunks(tmp_path):
+    paths = []
+    for i in range(300):
+        (tmp_path / f"c{i:03d}.py").write_text(CLEAN)
+        paths.append(str(tmp_path / f"c{i:03d}.py"))
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    sent_during_walk = []
+    for path in paths:
+        stream.add(path, Settings())
+        sent_during_walk.append(len(pool.sizes))
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    assert sent_during_walk[0] == 1  # an idle worker gets the first file at once
+    assert max(pool.sizes[:sent_during_walk[-1]][2:]) == runner.MAX_CHUNK  # then full chunks
+    assert pool.sizes[-4:] == [1, 1, 1, 1]  # guided: the last chunks are single files
+    assert sum(pool.sizes) == 300
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_worker_that_dies_in_a_stream_costs_only_its_file(tree, monkeypatch):
+    crash_on(monkeypatch, tree[5])
+    runner.prestart(2)
+    stream = runner.open_stream(2, hashed=False)
+    try:
+        for path in tree:
+            stream.add(path, Settings())
+        results = runner.check_files(tree, Settings(), jobs=2, stream=stream)
+    finally:
+        runner.stop_prestarted()
+    only_the_victim_lost(results, tree, tree[5])
+    assert runner._STREAMS == []
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_cold_folder_run_streams_to_the_prestarted_workers(tree, tmp_path, capsys, monkeypatch):
+    opened = []
+    real = runner.open_stream
+    monkeypatch.setattr(runner, "open_stream", lambda *a, **k: opened.append(real(*a, **k)) or opened[-1])
+    assert main(["check", "--isolated", "--no-cache", "--jobs", "2", "--format", "concise", str(tmp_path)]) == 1
+    streamed = capsys.readouterr().out
+    assert opened and opened[0] is not None and opened[0]._pool is None  # used, then closed
+    assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == streamed
+
+
+def test_a_big_file_goes_alone(tmp_path):
+    """Chunks are measured in bytes: a big model file is sent alone, not with the files
+    around it (which would make one chunk, and one worker, the last to end)."""
+    paths = []
+    for i in range(60):
+        p = tmp_path / f"f{i:02d}.py"
+        p.write_text(CLEAN * (20000 if i in (30, 50) else 1))  # two files of ~340 KB
+        paths.append(str(p))
+    pool = RecordingPool()
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    results = runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    assert [r.path for r in results] == paths
+    for big in (paths[30], paths[50]):
+        assert [c for c in pool.chunks if big in c] == [[big]]
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
+
+
+def test_after_the_walk_the_big_files_go_first(tmp_path):
+    import threading
+
+    gate = threading.Event()
+    paths, sizes = [], {}
+    for i in range(80):
+        p = tmp_path / f"g{i:02d}.py"
+        repeat = {40: 8000, 70: 12000, 75: 9000}.get(i, 1)  # three files of 150-210 KB, found late
+        p.write_text(CLEAN * repeat)
+        paths.append(str(p))
+        sizes[str(p)] = p.stat().st_size
+    pool = RecordingPool()
+    real_submit = pool.submit
+
+    def gated(fn, *args):
+        return real_submit(lambda *a: gate.wait() and fn(*a), *args)
+
+    pool.submit = gated
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    during_walk = len(pool.chunks)
+    assert during_walk == 4  # two chunks per worker out; the others wait
+    gate.set()
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    after = pool.chunks[during_walk:]
+    assert after[:3] == [[paths[70]], [paths[75]], [paths[40]]]  # the biggest first, each alone
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)

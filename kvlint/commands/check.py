@@ -15,7 +15,7 @@ from typing import List, Tuple
 
 from kvlint.analysis.findings import FileResult
 from kvlint.config import ConfigError, Overrides, Resolver, check_codes, drop_ignored, exclusion, show
-from kvlint.discovery import GitIgnore, discover
+from kvlint.discovery import GitIgnore, explicit_files, missing_paths, walk
 from kvlint.report import Report, plural, summary_lines
 from kvlint.settings import Settings
 
@@ -79,14 +79,14 @@ def _cold_folders(args) -> bool:
     return directory is None or not os.path.isdir(directory)
 
 
-def _check_group(paths: List[str], settings: Settings, args=None) -> List[FileResult]:
+def _check_group(paths: List[str], settings: Settings, args=None, stream=None) -> List[FileResult]:
     from kvlint.cache import open_cache
     from kvlint.runner import check_files  # scheduling, --jobs, cache
 
     directory = _cache_dir(args)
     cache = open_cache(directory, settings) if directory is not None else None
     results = check_files(paths, settings, jobs=getattr(args, "jobs", None), cache=cache,
-                          roots=getattr(args, "paths", None) or ())
+                          roots=getattr(args, "paths", None) or (), stream=stream)
     if cache is not None:
         problem = cache.save()
         if problem:
@@ -127,22 +127,27 @@ def _run(args) -> int:
         _write(show(resolver.settings_for(path), path), args)
         return EXIT_CLEAN
     respect_gitignore = getattr(args, "respect_gitignore", True)
-    if _cold_folders(args):
-        from kvlint.runner import prestart
-
-        prestart(getattr(args, "jobs", None))
-    found = discover(args.paths, respect_gitignore)
-    if found.missing:
-        for m in found.missing:
+    missing = missing_paths(args.paths)
+    if missing:
+        for m in missing:
             print(f"kvlint: error: {m}: no such file or directory", file=sys.stderr)
         return EXIT_ERROR
+    stream = None
+    if _cold_folders(args):
+        from kvlint import runner
 
+        jobs = getattr(args, "jobs", None)
+        runner.prestart(jobs)
+        # each file goes to the workers as the walk finds it (kvlint.runner.Stream)
+        stream = runner.open_stream(jobs, hashed=_cache_dir(args) is not None, roots=args.paths)
+
+    explicit_paths = explicit_files(args.paths)
     force = getattr(args, "force_exclude", False)
     gitignore = GitIgnore() if respect_gitignore and force else None
     groups: "OrderedDict[str, Tuple[Settings, List[str]]]" = OrderedDict()
-    for path in found.files:
+    for path in walk(args.paths, respect_gitignore):
         settings = resolver.settings_for(path)
-        explicit = path in found.explicit
+        explicit = path in explicit_paths
         if not explicit or force:
             why = _excluded_because(path, settings, overrides, gitignore if explicit else None)
             if why is not None:
@@ -150,12 +155,14 @@ def _run(args) -> int:
                     print(f"kvlint: warning: {path} not checked: {why} (--force-exclude)", file=sys.stderr)
                 continue
         groups.setdefault(settings.config_file, (settings, []))[1].append(path)
+        if stream is not None:
+            stream.add(path, settings)
 
     report = Report(files=sum(len(g[1]) for g in groups.values()), unsafe_fixes=args.unsafe_fixes)
     diffs: List[str] = []
     checked = 0
     for settings, paths in groups.values():
-        results = _check_group(paths, settings, args)
+        results = _check_group(paths, settings, args, stream)
         checked += sum(1 for r in results if r.checked)
         fixing = args.fix or args.diff
         checker = None
