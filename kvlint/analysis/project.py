@@ -272,11 +272,13 @@ class Project:
 
     # -- finding modules --------------------------------------------------------------------
     def search_roots(self, importer: str) -> List[str]:
-        here = os.path.dirname(os.path.abspath(importer))
+        return list(self._roots_of_folder(os.path.dirname(os.path.abspath(importer))))
+
+    def _roots_of_folder(self, here: str) -> List[str]:
         roots = self._search_roots.get(here)
         if roots is None:
             roots = self._search_roots[here] = self._search_roots_of(here)
-        return list(roots)
+        return roots
 
     def _search_roots_of(self, here: str) -> List[str]:
         top = here
@@ -309,7 +311,7 @@ class Project:
                 d = os.path.dirname(d)
             found = _module_file(d, parts, self._listed)
         else:
-            for root in self.search_roots(importer):
+            for root in self._roots_of_folder(base_dir):  # search_roots(importer), not copied
                 found = _module_file(root, parts, self._listed)
                 if found:
                     break

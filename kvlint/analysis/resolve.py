@@ -34,6 +34,7 @@ _NAMESPACES = load_facts().namespaces
 # (rules/facts/operators.toml [namespaces.prefixes]).
 NAMESPACE_PREFIXES: Mapping[str, str] = _NAMESPACES.prefixes
 WORKSPACE_PREFIX, WORKSPACE_SUFFIX = _NAMESPACES.workspace_prefix, _NAMESPACES.workspace_suffix
+_DOTTED_PREFIXES = tuple(prefix + "." for prefix in NAMESPACE_PREFIXES)  # one test rejects the rest
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ class OperatorResolver:
 
     def _resolve(self, call: ast.Call) -> Optional[OperatorCall]:
         func = call.func
-        attribute = isinstance(func, ast.Attribute)
-        if attribute:
-            last = func.attr
+        attribute = False
+        if isinstance(func, ast.Attribute):
+            last, attribute = func.attr, True
         elif isinstance(func, ast.Name):
             last = func.id
         elif isinstance(func, ast.Call):  # getattr(torch.ops.npu, "...")(...), partial(...)(...)
@@ -103,7 +104,8 @@ class OperatorResolver:
                 | self.index.from_imports.keys()
         if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)):
             # only a name, `self.x`/`cls.x` or a call can still be an alias
-            if attribute and not (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls")):
+            base = cast(ast.Attribute, func).value if attribute else None
+            if attribute and not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
                 return None
             if not self._maybe_alias_name(func):
                 return None
@@ -161,6 +163,8 @@ class OperatorResolver:
         return self._assigned
 
     def _lookup(self, qualified: str) -> Optional[Tuple[Operator, str]]:
+        if not qualified.startswith(_DOTTED_PREFIXES):
+            return None
         for prefix, namespace in NAMESPACE_PREFIXES.items():
             if not qualified.startswith(prefix + "."):
                 continue

@@ -29,7 +29,7 @@ import ast
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union, cast
 
 from kvlint.analysis.context import minimal_words
 from kvlint.analysis.module import FunctionNode, dotted_name, place
@@ -205,7 +205,7 @@ class AdapterResolver:
         lines = self._call_lines
         if lines is None:
             lines = self._call_lines = [c.lineno for c in calls]
-        first = min([func.lineno] + [d.lineno for d in getattr(func, "decorator_list", ())])
+        first = min([cast(ast.stmt, func).lineno] + [d.lineno for d in getattr(func, "decorator_list", ())])
         last = getattr(func, "end_lineno", None) or 10 ** 9
         enclosing, resolve = self.index.enclosing_function, self.resolver.resolve
         found = []
