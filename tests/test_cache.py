@@ -227,3 +227,32 @@ def test_a_deleted_dependency_rechecks_the_file(project, tmp_path, counted):
     counted.clear()
     run([project["user"]], tmp_path / "c")
     assert counted == ["attn.py"]
+
+
+def test_fixing_a_dependency_that_did_not_parse_rechecks_the_file(project, tmp_path, counted):
+    """A module the analysis could not parse decided the findings too (by what it could not
+    say): once its syntax error is fixed, the files that import it are checked again."""
+    project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16") + "def broken(:\n")
+    age(project["builder"])
+    first = run([project["user"]], tmp_path / "c")
+    assert [f.code for f in first[0].findings] == []  # the builder is unknown: nothing said
+    project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16"))
+    age(project["builder"], 5)
+    counted.clear()
+    second = run([project["user"]], tmp_path / "c")
+    assert counted == ["attn.py"]
+    assert [f.code for f in second[0].findings] == ["KV205"]
+
+
+def test_one_checker_sees_a_dependency_fixed_between_two_checks(project):
+    """A long-lived process (the pytest plugin, an editor) re-parses a module that failed
+    to parse once its bytes change."""
+    from kvlint.engine import Checker
+
+    project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16") + "def broken(:\n")
+    age(project["builder"])
+    checker = Checker(Settings(), roots=[str(project["user"].parent.parent)])
+    assert [f.code for f in checker.check_path(str(project["user"])).findings] == []
+    project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16"))
+    age(project["builder"], 5)
+    assert [f.code for f in checker.check_path(str(project["user"])).findings] == ["KV205"]

@@ -211,6 +211,8 @@ class Project:
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
+        # path -> (stat, digest) of a module read but not decoded or parsed (a syntax error)
+        self._unparsable: Dict[str, Tuple[Optional[tuple], str]] = {}
         # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
         self._bytes_info: Dict[str, Dict[str, Any]] = {}
         self._resolvers: Dict[int, object] = {}
@@ -374,8 +376,10 @@ class Project:
         path = os.path.abspath(path)
         if path in self._modules:
             loaded = self._modules[path]
-            if loaded is not None and path not in self._fresh and loaded.stat != _stat(path):
-                loaded = self._parse(path)  # changed since it was parsed (a long-lived process)
+            if path not in self._fresh:
+                was = loaded.stat if loaded is not None else self._unparsable.get(path, (None,))[0]
+                if was is not None and was != _stat(path):
+                    loaded = self._parse(path)  # changed since it was parsed (a long-lived process)
         else:
             loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
         self._modules[path] = loaded
@@ -383,6 +387,9 @@ class Project:
         self._fresh.add(path)
         self._used.add(path)
         if loaded is None:
+            failed = self._unparsable.get(path)
+            if failed is not None:  # its bytes decided the answer too: an edit that fixes it must
+                self.touched[path] = failed[1]  # re-check the importers (the result cache)
             return None
         self.touched[path] = loaded.digest
         return loaded.tracer
@@ -398,13 +405,16 @@ class Project:
                 data = fh.read()
         except OSError:
             return None
+        self._unparsable.pop(path, None)
         source = decode(path, data)
         if isinstance(source, ReadFailure):
+            self._unparsable[path] = (stat, _digest(data))
             return None
         try:
             tree = parse(source)
             index = ModuleIndex(source, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
+            self._unparsable[path] = (stat, _digest(data))
             return None
         return _Loaded(path, data, ValueTracer(index, self), stat)
 
