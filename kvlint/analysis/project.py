@@ -465,6 +465,8 @@ class Project:
 
     def _imported_uncached(self, tracer, name: str, depth: int, words, entry):
         level, module, original = entry
+        if isinstance(words, str):
+            words = original  # `from x import y as name`: x binds y, not the local name
         importer = tracer.index.source.path
         path = self.find_module(importer, module, level) if (module or level) else None
         if path and isinstance(words, str) and self._leads_nowhere(importer, path, entry, words):
