@@ -113,6 +113,7 @@ class Catalog:
         self.generated_from: str = raw.get("generated_from", "")  # the wheel operators.json was read from
         self.operators: List[Operator] = [self._operator(o) for o in raw["operators"]]
         self._by_key = {(o.namespace, o.name, o.overload): o for o in self.operators}
+        self._names = frozenset(o.name for o in self.operators)
         self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}
         for path in sorted((self.root / "codes").glob("KV*.toml")):
@@ -156,8 +157,9 @@ class Catalog:
         return self._by_key.get((namespace, name, overload))
 
     def operator_names(self) -> frozenset:
-        """Every base operator name, for the byte pre-filter."""
-        return frozenset(o.name for o in self.operators)
+        """Every base operator name, for the byte pre-filter (one set, made with the catalog:
+        each checked file's resolver asks for it)."""
+        return self._names
 
 
 

@@ -120,7 +120,7 @@ def _reference_resolve(resolver, call):
         last = ""
     else:
         return None
-    if last not in resolver._names and last not in ("out", "default") and not (
+    if last not in resolver.operator_names and last not in ("out", "default") and not (
         last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)
     ) and last not in resolver.index.imports and last not in resolver.index.from_imports \
             and not resolver._maybe_alias_name(func):

@@ -61,7 +61,7 @@ class OperatorResolver:
         # module is looked up explicitly, see _qualify): following every `self.x = Cls(...)`
         # into the project's other modules would parse them for nothing (the hot path)
         self._local_view: Optional[ValueTracer] = None  # built when a callee is first traced
-        self._names = self.operator_names = catalog.operator_names()  # built anew by each catalog call
+        self.operator_names = catalog.operator_names()
         # callee names that may be an operator at once: operator names, overloads, imports
         self._kept: Optional[frozenset] = None
         self._assigned: Optional[Tuple[frozenset, frozenset]] = None
@@ -100,7 +100,7 @@ class OperatorResolver:
         # import or an alias
         kept = self._kept
         if kept is None:
-            kept = self._kept = self._names | {"out", "default"} | self.index.imports.keys() \
+            kept = self._kept = self.operator_names | {"out", "default"} | self.index.imports.keys() \
                 | self.index.from_imports.keys()
         if last not in kept and not (last.startswith(WORKSPACE_PREFIX) and last.endswith(WORKSPACE_SUFFIX)):
             # only a name, `self.x`/`cls.x` or a call can still be an alias
