@@ -171,8 +171,9 @@ def _digest(data: bytes) -> str:
 
 
 class _Loaded:
-    """A parsed module: its tracer, the stat and bytes it was parsed from; the bytes' digest
-    (for `touched`) is computed when first asked (most modules are never recorded)."""
+    """A parsed module: its tracer, the stat and bytes it was parsed from (no tracer: a module
+    that could not be decoded or parsed); the bytes' digest (for `touched`) is computed when
+    first asked (most modules are never recorded)."""
     __slots__ = ("path", "data", "tracer", "stat", "_digest")
 
     def __init__(self, path: str, data: bytes, tracer, stat: tuple):
@@ -211,8 +212,9 @@ class Project:
         self.add_roots(roots)
         self.project_root = os.path.abspath(project_root) if project_root else ""
         self._modules: "OrderedDict[str, Optional[_Loaded]]" = OrderedDict()
-        # path -> (stat, digest) of a module read but not decoded or parsed (a syntax error)
-        self._unparsable: Dict[str, Tuple[Optional[tuple], str]] = {}
+        # path -> a module read but not decoded or parsed (a syntax error): its stat and bytes
+        # (a _Loaded without a tracer)
+        self._unparsable: Dict[str, _Loaded] = {}
         # path -> (stat, bytes, {pattern: found}, names bound at module level or imported)
         self._bytes_info: Dict[str, Dict[str, Any]] = {}
         self._resolvers: Dict[int, object] = {}
@@ -376,10 +378,9 @@ class Project:
         path = os.path.abspath(path)
         if path in self._modules:
             loaded = self._modules[path]
-            if path not in self._fresh:
-                was = loaded.stat if loaded is not None else self._unparsable.get(path, (None,))[0]
-                if was is not None and was != _stat(path):
-                    loaded = self._parse(path)  # changed since it was parsed (a long-lived process)
+            read = loaded if loaded is not None else self._unparsable.get(path)
+            if read is not None and path not in self._fresh and read.stat != _stat(path):
+                loaded = self._parse(path)  # changed since it was read (a long-lived process)
         else:
             loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
         self._modules[path] = loaded
@@ -389,7 +390,7 @@ class Project:
         if loaded is None:
             failed = self._unparsable.get(path)
             if failed is not None:  # its bytes decided the answer too: an edit that fixes it must
-                self.touched[path] = failed[1]  # re-check the importers (the result cache)
+                self.touched[path] = failed.digest  # re-check the importers (the result cache)
             return None
         self.touched[path] = loaded.digest
         return loaded.tracer
@@ -408,13 +409,13 @@ class Project:
         self._unparsable.pop(path, None)
         source = decode(path, data)
         if isinstance(source, ReadFailure):
-            self._unparsable[path] = (stat, _digest(data))
+            self._unparsable[path] = _Loaded(path, data, None, stat)
             return None
         try:
             tree = parse(source)
             index = ModuleIndex(source, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            self._unparsable[path] = (stat, _digest(data))
+            self._unparsable[path] = _Loaded(path, data, None, stat)
             return None
         return _Loaded(path, data, ValueTracer(index, self), stat)
 
