@@ -14,9 +14,9 @@ in the order of the input paths whatever the scheduling.
 - `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
   configuration, once this process has loaded the catalog and imported the rules (the
   workers inherit both), and the first parallel batch uses them (`stop_prestarted()` ends
-  them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each file as the walk
-  finds it, so the workers start checking before the walk ends, and the last chunks are
-  small so that they end together.
+  them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each
+  file as the walk finds it, so the workers start checking before the walk ends, and the
+  last chunks are small so that they end together.
 """
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = 
         return _check_files(paths, settings, jobs, cache, roots, stream)
 
 
-def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int],
-                 cache: Optional[Cache], roots: Sequence[str], stream: Optional["Stream"] = None) -> List[FileResult]:
+def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int], cache: Optional[Cache],
+                 roots: Sequence[str], stream: Optional["Stream"] = None) -> List[FileResult]:
     results: List[Optional[FileResult]] = [None] * len(paths)
     todo: List[int] = []
     for i, path in enumerate(paths):
@@ -257,9 +257,10 @@ class Stream:
     once the walk is over, the big files still waiting go first, biggest first (BIG_FILE_BYTES:
     a 240 KB model runner found last was the last to end), and a chunk holds at most the
     waiting bytes over twice the workers, so the last chunks are small and the workers end
-    together (guided self-scheduling; a big file goes alone). `outcome(path)` waits for a file's outcome. A worker that dies breaks
-    the pool: the chunks it failed, and the files still waiting, are checked as
-    `_check_parallel` retries them. `hashed`: outcomes carry the content hash (for a cache)."""
+    together (guided self-scheduling; a big file goes alone). `outcome(path)` waits for a
+    file's outcome. A worker that dies breaks the pool: the chunks it failed, and the files
+    still waiting, are checked as `_check_parallel` retries them. `hashed`: outcomes carry the
+    content hash (for a cache)."""
 
     def __init__(self, pool: "ProcessPoolExecutor", workers: int, hashed: bool, roots: Sequence[str]):
         self._pool: Optional["ProcessPoolExecutor"] = pool
@@ -378,26 +379,28 @@ class Stream:
         pool, self._pool = self._pool, None
         for future in list(self._out):
             self._collect(future)
+        self._retry_waiting()
+        pool.shutdown(wait=True)
+
+    def _retry_waiting(self) -> None:
+        """The files still waiting go to the retries (the pool is broken or closed)."""
         self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
         self._waiting.clear()
         self._bytes = 0
-        pool.shutdown(wait=True)
 
     def _finish(self) -> None:
         if not self._walked:
             self._walked = True
             # the big files still waiting go first (longest first, as in LPT scheduling, so
             # that none is left for the end), each settings' others after them in their order
-            big = {("big", k): (st, [f for f in fs if f[1] >= BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
-            rest = {("rest", k): (st, [f for f in fs if f[1] < BIG_FILE_BYTES]) for k, (st, fs) in self._waiting.items()}
-            self._waiting = {k: v for k, v in [*big.items(), *rest.items()] if v[1]}
-            for _, files in self._waiting.values():
-                files.sort(key=lambda f: -f[1] if f[1] >= BIG_FILE_BYTES else 0)
+            waiting = self._waiting.items()
+            big = [(("big", k), (st, sorted((f for f in fs if f[1] >= BIG_FILE_BYTES), key=lambda f: -f[1])))
+                   for k, (st, fs) in waiting]
+            rest = [(("rest", k), (st, [f for f in fs if f[1] < BIG_FILE_BYTES])) for k, (st, fs) in waiting]
+            self._waiting = {k: v for k, v in big + rest if v[1]}
         while self._pool is not None and (self._waiting or self._out):
             self._pump(block=True)
-        # (a pool closed before the end)
-        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
-        self._waiting.clear()
+        self._retry_waiting()  # (files left only when the pool was closed before the end)
         while self._broken:
             settings, chunk = self._broken.pop(0)
             for i, outcome in _retried(settings, list(enumerate(chunk)), self.hashed, self.roots):
