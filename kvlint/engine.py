@@ -124,11 +124,6 @@ class Checker:
         parents = self._parents
         made: List[bytes] = [] if lower is None else lower
 
-        def lowered() -> bytes:
-            if not made:
-                made.append(data.lower())
-            return made[0]
-
         def holds(w) -> bool:
             hit = searched.get(id(w))
             if hit is None:
@@ -136,13 +131,13 @@ class Checker:
                 if parent is not None and not holds(parent):
                     hit = False  # a word occurs only where a word it holds does
                 elif isinstance(w, _NoCaseBytes):
-                    hit = w in lowered()
+                    hit = w in _lowered(data, made)
                 elif type(w) is bytes:
                     hit = w in data
                 elif isinstance(w, LowercasePattern):
-                    hit = w.regex.search(lowered()) is not None
+                    hit = w.regex.search(_lowered(data, made)) is not None
                 elif hasattr(w, "search_lowered"):
-                    hit = w.search_lowered(data, lowered()) is not None
+                    hit = w.search_lowered(data, _lowered(data, made)) is not None
                 else:
                     hit = w.search(data) is not None
                 searched[id(w)] = hit
@@ -253,14 +248,17 @@ class Prefilter:
         """`lower`: as for Checker.rules_for (the lowercased bytes are kept there)."""
         if _any_in(self.exact, data):
             return True
-        if self.nocase:
-            if lower is None:
-                lower = []
-            if not lower:
-                lower.append(data.lower())
-            if _any_in(self.nocase, lower[0]):
-                return True
+        if self.nocase and _any_in(self.nocase, _lowered(data, [] if lower is None else lower)):
+            return True
         return any(p.search(data) for p in self.patterns)
+
+
+def _lowered(data: bytes, made: List[bytes]) -> bytes:
+    """`data.lower()`, made once: kept in `made` (one list per file, shared by both levels of
+    the pre-filter)."""
+    if not made:
+        made.append(data.lower())
+    return made[0]
 
 
 def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilter]:
