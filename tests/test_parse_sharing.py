@@ -103,3 +103,25 @@ def test_an_edit_between_two_checks_is_seen_by_the_byte_test(tmp_path):
     after = checker.check_path(str(user))
     assert "KV103" in [f.code for f in after.findings]  # the alias now resolves: no scale passed
     assert checker.check_path(str(user)).findings == after.findings  # asked again: the same answer
+
+
+def test_a_module_read_to_look_for_a_word_is_not_read_again_to_parse_it(monkeypatch):
+    """Project.mentions reads a module's bytes before a load parses it: the parse takes those
+    bytes (same stat) instead of opening the file again."""
+    import builtins
+
+    from kvlint.analysis import project as project_module
+
+    opened = []
+    real_open = builtins.open
+
+    def counting(file, *args, **kwargs):
+        opened.append(os.path.abspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(project_module, "open", counting, raising=False)
+    checker = Checker(roots=[PROJECT])
+    for path in _files():
+        checker.check_path(path)
+    assert opened, "no module was read on demand"
+    assert len(opened) == len(set(opened)), sorted(opened)

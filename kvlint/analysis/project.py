@@ -399,13 +399,17 @@ class Project:
         from kvlint.analysis.values import ValueTracer
 
         stat = _stat(path)
-        try:
-            if stat is None or stat[0] > MAX_MODULE_BYTES:
-                return None
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
+        if stat is None or stat[0] > MAX_MODULE_BYTES:
             return None
+        info = self._bytes_info.get(path)
+        if info is not None and info["stat"] == stat:
+            data = info["data"]  # read by `mentions` (asked before most loads), not read again
+        else:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
         self._unparsable.pop(path, None)
         source = decode(path, data)
         if isinstance(source, ReadFailure):
