@@ -62,12 +62,55 @@ def test_shortcuts_give_the_plain_answers(rs, data):
     assert [r.code for r in checker.rules_for(data)] == expected
     prefilter = build_prefilter([tuple(_as(w) for w in r.words(None)) for r in rs])
     assert prefilter.search(data) == any(_holds(w, data) for r in rs for w in r.words(None))
+    # as check_bytes runs it: rules_for told where the first level stopped (what it knows then)
+    found = checker.prefilter.find(data)
+    assert (found is not None) == prefilter.search(data)
+    if found is not None:
+        assert _found(found, data)
+        assert [r.code for r in checker.rules_for(data, found=found)] == expected
+
+
+def _found(word, data: bytes) -> bool:
+    if isinstance(word, _NoCaseBytes):
+        return word in data.lower()
+    return (word in data) if isinstance(word, bytes) else word.search(data) is not None
 
 
 def _as(word):
     if isinstance(word, NoCase):
         return _NoCaseBytes(word.lower().encode())
     return word.encode() if isinstance(word, str) else word
+
+
+LITERALS = [_as(_word(k, w)) for w in STEMS for k in (0, 1)]  # every plain and NoCase stem
+
+
+@settings(max_examples=1000, deadline=None)
+@given(chosen=st.sets(st.integers(0, len(LITERALS) - 1), min_size=1), data=DATA)
+def test_what_the_first_level_tells_the_second(chosen, data):
+    """Prefilter.known_after: when `find` stops at a word, every word it tried before is
+    absent, so is a word holding one of those, and the word found and those it holds are
+    there; nothing else is decided. The pre-filter's words are some of the words (the others
+    stand for words of `required_words` only); every decision is checked against the plain
+    answer."""
+    prefilter = build_prefilter([[LITERALS[n] for n in sorted(chosen)]])
+    order = prefilter.order()
+    known = prefilter.known_after(LITERALS)
+    assert set(known) == {id(w) for w in order}
+    found = prefilter.find(data)
+    if found is None:
+        assert not any(_found(w, data) for w in order)
+        return
+    told = known[id(found)]
+    for w in LITERALS:
+        if id(w) in told:
+            assert told[id(w)] == _found(w, data), w
+    tried = order[:[id(w) for w in order].index(id(found))]
+    assert all(told[id(w)] is False for w in tried)  # the search tried them: all decided
+    assert told[id(found)] is True
+    for w in LITERALS:  # a word the found one holds is known there (in any case, if NoCase)
+        if (w in found.lower()) if isinstance(w, _NoCaseBytes) else (not isinstance(found, _NoCaseBytes) and w in found):
+            assert told.get(id(w)) is True, w
 
 
 @pytest.mark.parametrize("path, text, selected", [
