@@ -66,8 +66,12 @@ class Checker:
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
-        # by id of the word Prefilter.find stopped at: what rules_for then knows unsearched
-        self._known_after = {} if self.prefilter is None else self.prefilter.known_after(list(canon.values()))
+        # by id of the word Prefilter.find stopped at: what rules_for then knows unsearched,
+        # and the conditions that knowledge leaves open (for other files, for test files)
+        self._after: Dict[int, Tuple[Dict[int, bool], list, list]] = {}
+        if self.prefilter is not None:
+            for at, known in self.prefilter.known_after(list(canon.values())).items():
+                self._after[at] = (known, _open(self._conditions, known), _open(self._conditions_in_tests, known))
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _grouped(self, required) -> List[Tuple[tuple, list, List[int]]]:
@@ -130,10 +134,15 @@ class Checker:
         `lower`: [the lowercased bytes] if already made, filled in when they are made here; a
         word object with `search_lowered(data, lowered)` is given them. `found`: the word
         `self.prefilter.find(data)` returned: the words it searched before are absent, and
-        not searched again (Prefilter.known_after)."""
-        # one search per word object, however many rules share it
-        known = self._known_after.get(id(found)) if found is not None else None
-        searched: Dict[int, bool] = {} if known is None else dict(known)
+        not searched again (Prefilter.known_after), nor the rules that this alone rejects."""
+        test = path is not None and is_test_path(path)
+        after = self._after.get(id(found)) if found is not None else None
+        if after is None:
+            searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
+            conditions = self._conditions_in_tests if test else self._conditions
+        else:
+            searched = dict(after[0])
+            conditions = after[2] if test else after[1]
         parents = self._parents
         made: List[bytes] = [] if lower is None else lower
 
@@ -157,7 +166,6 @@ class Checker:
             return hit
 
         wanted = []
-        conditions = self._conditions_in_tests if path is not None and is_test_path(path) else self._conditions
         for words, groups, positions in conditions:
             if words and not any(map(holds, words)):
                 continue
@@ -298,6 +306,15 @@ class Prefilter:
             out[id(w)] = known
             absent.append(w)
         return out
+
+
+def _open(conditions, known: Dict[int, bool]) -> list:
+    """The `conditions` (words, groups, positions) that `known` (by word id: there?) does
+    not decide false: those with a word and a word in each group not known absent."""
+    def maybe(words) -> bool:
+        return any(known.get(id(w)) is not False for w in words)
+
+    return [c for c in conditions if (not c[0] or maybe(c[0])) and all(map(maybe, c[1]))]
 
 
 def _lowered(data: bytes, made: List[bytes]) -> bytes:
