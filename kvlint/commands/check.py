@@ -146,8 +146,8 @@ def _run(args) -> int:
     gitignore = GitIgnore() if respect_gitignore and force else None
     groups: "OrderedDict[str, Tuple[Settings, List[str]]]" = OrderedDict()
     for path in walk(args.paths, respect_gitignore):
-        settings = resolver.settings_for(path)
         explicit = path in explicit_paths
+        settings = resolver.settings_for(path, None if explicit else os.path.dirname(path))
         if not explicit or force:
             why = _excluded_because(path, settings, overrides, gitignore if explicit else None)
             if why is not None:
