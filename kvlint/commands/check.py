@@ -137,7 +137,8 @@ def _run(args) -> int:
         from kvlint import runner
 
         jobs = getattr(args, "jobs", None)
-        runner.prestart(jobs)
+        # the workers build the checker for the first path's settings while the walk starts
+        runner.prestart(jobs, resolver.settings_for(args.paths[0]), args.paths)
         # each file goes to the workers as the walk finds it (kvlint.runner.Stream)
         stream = runner.open_stream(jobs, hashed=_cache_dir(args) is not None, roots=args.paths)
 
