@@ -249,6 +249,8 @@ class Resolver:
         self.isolated = isolated
         self.overrides = overrides
         self._dirs: Dict[str, Optional[str]] = {}
+        # a walked file's folder, as the walk spells it -> its config (one look-up per file)
+        self._folders: Dict[str, Optional[str]] = {}
         self._settings: Dict[Optional[str], Settings] = {}
         if config is not None and not os.path.isfile(config):
             raise ConfigError(f"{config}: no such config file")
@@ -260,8 +262,15 @@ class Resolver:
             return self.config
         return find_config(path, self._dirs)
 
-    def settings_for(self, path: str) -> Settings:
-        cfg = self.config_for(path)
+    def settings_for(self, path: str, folder: Optional[str] = None) -> Settings:
+        """`folder`: the folder holding `path` when the caller knows `path` is no folder (the
+        walk): its files then share one config look-up, without a stat per file."""
+        if folder is None:
+            cfg = self.config_for(path)
+        elif folder in self._folders:
+            cfg = self._folders[folder]
+        else:
+            cfg = self._folders[folder] = self.config_for(folder or ".")
         if cfg not in self._settings:
             self._settings[cfg] = load_settings(cfg, self.overrides)
         return self._settings[cfg]

@@ -22,10 +22,6 @@ SKIP_DIRS = frozenset({
 })
 
 
-def is_virtualenv(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-
-
 @dataclass
 class Discovery:
     files: List[str] = field(default_factory=list)  # in a stable order
@@ -69,20 +65,61 @@ def iter_python_files(paths: Sequence[str], respect_gitignore: bool = False) -> 
 
 
 def _walk(root: str, gitignore: Optional["GitIgnore"]) -> Iterator[str]:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        ignored = gitignore.entries_of(dirpath, root, dirnames + filenames) if gitignore else None
-        dirnames[:] = sorted(d for d in dirnames
-                             if d not in SKIP_DIRS and not d.endswith(".egg-info")
-                             and not is_virtualenv(os.path.join(dirpath, d))
-                             and not (ignored and ignored(d, True)))
-        for name in sorted(filenames):
+    """The `*.py`/`*.pyi` files under `root`: a folder's own files (sorted) before its
+    sub-folders (sorted, each walked the same way), as `os.walk` top-down gave them. One
+    `os.scandir` per folder tells each entry's kind and whether it is a link without a
+    system call per entry; a virtualenv (a `pyvenv.cfg` file) is seen in its own listing, and
+    skipped whole, instead of with a stat per sub-folder. A folder that cannot be listed is
+    skipped, as os.walk does; a linked folder is never entered."""
+    pending = [root]
+    while pending:
+        dirpath = pending.pop()
+        try:
+            with os.scandir(dirpath) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        folders: List["os.DirEntry[str]"] = []
+        files: List["os.DirEntry[str]"] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (folders if is_dir else files).append(entry)
+        if dirpath is not root and any(e.name == "pyvenv.cfg" and _is_file(e) for e in files):
+            continue  # a virtualenv
+        ignored = gitignore.entries_of(dirpath, root, [e.name for e in folders + files]) if gitignore else None
+        for entry in sorted(files, key=_name):
+            name = entry.name
             if name.endswith(".py") or name.endswith(".pyi"):
                 full = os.path.join(dirpath, name)
-                if os.path.islink(full) and not _inside(os.path.realpath(full), root):
+                if _is_link(entry) and not _inside(os.path.realpath(full), root):
                     continue  # never follow a link out of the given root
                 if ignored and ignored(name, False):
                     continue
                 yield os.path.normpath(full)
+        pending.extend(os.path.join(dirpath, e.name) for e in sorted(folders, key=_name, reverse=True)
+                       if e.name not in SKIP_DIRS and not e.name.endswith(".egg-info")
+                       and not _is_link(e) and not (ignored and ignored(e.name, True)))
+
+
+def _name(entry: "os.DirEntry[str]") -> str:
+    return entry.name
+
+
+def _is_file(entry: "os.DirEntry[str]") -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _is_link(entry: "os.DirEntry[str]") -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _inside(path: str, root: str) -> bool:

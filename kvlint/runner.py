@@ -129,12 +129,14 @@ def _worker_init() -> None:  # a spawned worker (no fork) starts with the defaul
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
 
 
-def _worker_warm() -> None:
+def _worker_warm(settings: Optional[Settings] = None, roots: Sequence[str] = ()) -> None:
     """A prestarted worker: the catalog and the rules are loaded (inherited from the process
-    that forked it, else loaded now); the Checker for the run's settings is built on its
-    first chunk, then frozen."""
+    that forked it, else loaded now); with `settings`, the Checker for them is built now
+    (while the walk finds the first files), else on the first chunk, then frozen."""
     _worker_init()
     _load_setup()
+    if settings is not None:
+        _checker(settings, roots)
 
 
 def _load_setup() -> None:
@@ -190,31 +192,33 @@ def _check_chunk(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool 
     return [(i, check_one(checker, path, hashed)) for i, path in chunk]
 
 
-def _pool(workers: int, initializer=_worker_init) -> "ProcessPoolExecutor":
+def _pool(workers: int, initializer=_worker_init, initargs: tuple = ()) -> "ProcessPoolExecutor":
     import multiprocessing  # here, not at the top: a run served from the cache never pools
     from concurrent.futures import ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=initializer,
+                               initargs=initargs)
 
 
 _PRESTARTED: List["ProcessPoolExecutor"] = []  # at most one: started by prestart(), taken by a batch
 
 
-def prestart(jobs: Optional[int] = None) -> None:
+def prestart(jobs: Optional[int] = None, settings: Optional[Settings] = None, roots: Sequence[str] = ()) -> None:
     """Start the workers of a coming parallel batch now (a cold scan's serial start: the
-    folders are walked while the workers build their checkers). The catalog and the rules
-    are loaded here first, so the forked workers share them instead of each loading them
-    while this process walks (three processes on two cores). Does nothing with `jobs` 1 or
-    where no pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
+    folders are walked while the workers build their checkers, for `settings` and `roots`
+    when given: the settings most files will have). The catalog and the rules are loaded
+    here first, so the forked workers share them instead of each loading them while this
+    process walks (three processes on two cores). Does nothing with `jobs` 1 or where no
+    pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
     `stop_prestarted()` ends it if none did."""
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if jobs < 2 or _PRESTARTED:
         return
     _load_setup()  # here, once: forked workers inherit it (each loading it took longer)
     try:
-        pool = _pool(jobs, initializer=_worker_warm)
+        pool = _pool(jobs, initializer=_worker_warm, initargs=(settings, tuple(roots)))
         pool.submit(int)  # a fork-context pool starts all its workers at its first task
     except (OSError, ImportError, NotImplementedError, RuntimeError):
         return

@@ -45,29 +45,29 @@ class {cls}(Rule):
                               anchor=oc.call)
 '''
 
-TOML = '''code = "{code}"
-name = "{name}"
-severity = "warning"
-summary = "TODO: one line, as the rule table shows it"
-fix = "none"            # "safe" or "unsafe" when check_call attaches a Fix
-checked = ["static"]
+TOML = """code = '{code}'
+name = '{name}'
+severity = 'warning'
+summary = 'TODO: one line, as the rule table shows it'
+fix = 'none'            # 'safe' or 'unsafe' when check_call attaches a Fix
+checked = ['static']
 
-what = """
+what = '''
 TODO: exactly what the rule reports, and every named heuristic it relies on.
-"""
-
-why = """
-TODO: why it is a bug: what the operator does with such a call (cite the operator's docs).
-"""
-
-example = """
-TODO: a call the rule reports
-"""
-
-use_instead = """
-TODO: the same call, fixed
-"""
 '''
+
+why = '''
+TODO: why it is a bug: what the operator does with such a call (cite the operator's docs).
+'''
+
+example = '''
+TODO: a call the rule reports
+'''
+
+use_instead = '''
+TODO: the same call, fixed
+'''
+"""
 
 BAD = '''import torch_npu
 

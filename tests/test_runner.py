@@ -189,6 +189,29 @@ def test_prestarted_workers_get_the_import_roots(tmp_path, monkeypatch):
     assert found == [("app/use.py", 6, "KV103")]
 
 
+def _checkers_here():
+    return [(key, checker.project.roots) for key, checker in runner._CHECKERS.items()]
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_prestarted_workers_build_the_checker_for_the_settings_given(tmp_path, monkeypatch):
+    """prestart(jobs, settings, roots): each worker builds that checker as it starts, before
+    any chunk (the walk's first files then find it built); without settings, none."""
+    monkeypatch.setattr(runner, "_CHECKERS", {})
+    settings = Settings(select=("KV1",))
+    runner.prestart(2, settings, [str(tmp_path)])
+    try:
+        built = runner._PRESTARTED[0].submit(_checkers_here).result()
+    finally:
+        runner.stop_prestarted()
+    assert built == [(runner._settings_key(settings), [str(tmp_path)])]
+    runner.prestart(2)
+    try:
+        assert runner._PRESTARTED[0].submit(_checkers_here).result() == []
+    finally:
+        runner.stop_prestarted()
+
+
 def test_an_unused_prestarted_pool_is_stopped(tmp_path):
     runner.prestart(2)
     pool = runner._PRESTARTED[0]

@@ -137,7 +137,8 @@ def _run(args) -> int:
         from kvlint import runner
 
         jobs = getattr(args, "jobs", None)
-        runner.prestart(jobs)
+        # the workers build the checker for the first path's settings while the walk starts
+        runner.prestart(jobs, resolver.settings_for(args.paths[0]), args.paths)
         # each file goes to the workers as the walk finds it (kvlint.runner.Stream)
         stream = runner.open_stream(jobs, hashed=_cache_dir(args) is not None, roots=args.paths)
 
@@ -146,8 +147,8 @@ def _run(args) -> int:
     gitignore = GitIgnore() if respect_gitignore and force else None
     groups: "OrderedDict[str, Tuple[Settings, List[str]]]" = OrderedDict()
     for path in walk(args.paths, respect_gitignore):
-        settings = resolver.settings_for(path)
         explicit = path in explicit_paths
+        settings = resolver.settings_for(path, None if explicit else os.path.dirname(path))
         if not explicit or force:
             why = _excluded_because(path, settings, overrides, gitignore if explicit else None)
             if why is not None:
