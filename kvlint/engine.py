@@ -35,10 +35,16 @@ class Checker:
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code), self._preview(r.code))]
         canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
 
+        held: Dict[int, object] = {}  # by id of a word with a `literal` (Holding): that word
+
         def word(w):
             w = _as_bytes(w)
             key = (type(w), w) if isinstance(w, bytes) else (type(w), w.pattern, w.flags)
-            return canon.setdefault(key, w)
+            w = canon.setdefault(key, w)
+            literal = getattr(w, "literal", None)
+            if literal is not None:
+                held[id(w)] = word(literal)
+            return w
 
         def expand(ws):  # an AnyOf word is there when one of its parts is: its parts, each tested once
             return tuple(word(p) for w in ws for p in (w.parts if isinstance(w, AnyOf) else (w,)))
@@ -55,7 +61,8 @@ class Checker:
         self._required = {r.code: ordered(r.required_words(settings)) for r in self.rules}
         in_tests = {r.code: r.required_words_in_tests(settings) for r in self.rules}
         required_in_tests = {c: self._required[c] if g is None else ordered(g) for c, g in in_tests.items()}
-        self._parents = _literal_parents(list(canon.values()))
+        # a word occurs only where its parent does (tested first): a word it holds
+        self._parents = {**_literal_parents(list(canon.values())), **held}
         # rules with the same words and groups (the FA rules share the operator names) are
         # decided once per file: (words, groups, the rules' positions in self.rules); test
         # files (TEST_DOUBLES) have their own list where a rule narrows its groups there

@@ -189,3 +189,26 @@ def test_kv403_parameter_augmented_store(text, hit):
     from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_PARAMETER_STORE
 
     assert (AUGMENTED_PARAMETER_STORE.search(text.encode()) is not None) == hit
+
+
+def test_layer_loop_subscripts_hold_their_word():
+    """A loop word's subscript pattern is a Holding: every match holds the word, so the
+    engine may search it only where the word is (a one-letter word, `h`, keeps a plain
+    regex: it is everywhere)."""
+    import dataclasses
+    import random
+
+    from kvlint.analysis.context import Holding, layer_loop_pattern
+
+    names = dataclasses.replace(HeuristicNames(), layer_loop_words=HeuristicNames().layer_loop_words + ("stages",))
+    parts = layer_loop_pattern(names).parts
+    held = [p for p in parts if isinstance(p, Holding)]
+    assert sorted(p.literal for p in held) == sorted(w.encode() for w in names.layer_loop_words if len(w) > 1)
+    tokens = [b"layers", b"decoder_layers", b"layer_list", b"blocks", b"stages", b"h", b"x", b"_", b".", b" ",
+              b"\\\n", b"[", b"]", b"(", b"self", b"for", b" in ", b":"]
+    rng = random.Random(11)
+    for _ in range(5000):
+        data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 8)))
+        for p in held:
+            found = p.regex.search(data)
+            assert found is None or p.literal in found.group(), (p.literal, data)

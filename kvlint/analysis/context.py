@@ -108,6 +108,19 @@ class AnyOf:
         return None
 
 
+class Holding:
+    """A pre-filter word: the bytes regex `regex`, every match of which holds the plain
+    substring `literal`. The engine tests the literal first (a substring test, decided once
+    for every word holding it) and searches the regex only where the literal is: worth it
+    where the literal is rare and the regex's own scan slow (sre skips to its first byte, a
+    substring test to a fit of the last)."""
+
+    def __init__(self, literal: bytes, regex: "re.Pattern[bytes]"):
+        self.literal, self.regex = literal, regex
+        self.pattern, self.flags = regex.pattern, regex.flags
+        self.search = regex.search
+
+
 @lru_cache(maxsize=8)
 def layer_class_pattern(names: HeuristicNames) -> "re.Pattern[bytes]":
     """For the byte pre-filter: a `class` statement whose name holds a LAYER_CLASS word (the
@@ -134,9 +147,16 @@ def layer_loop_pattern(names: HeuristicNames) -> AnyOf:
     # atomic groups
     first_in = rb"(?>[^:]*?\bin\b)" if sys.version_info >= (3, 11) else rb"[^:]*?\bin\b"
     header = re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b")
-    subscripts = (re.compile(w + rb"(?<![A-Za-z0-9_]" + w + rb")(?:\s|\\)*\[")
-                  for w in (re.escape(x.encode()) for x in names.layer_loop_words))
+    # a loop word subscripted holds the word: its regex runs only where the word is (`h` is
+    # everywhere: its own regex)
+    subscripts = (_subscript(x.encode()) for x in names.layer_loop_words)
     return AnyOf(*subscripts, header)
+
+
+def _subscript(word: bytes):
+    w = re.escape(word)
+    regex = re.compile(w + rb"(?<![A-Za-z0-9_]" + w + rb")(?:\s|\\)*\[")
+    return Holding(word, regex) if len(word) > 1 else regex
 
 
 def _words_in(name: str, words: Iterable[str]) -> bool:
