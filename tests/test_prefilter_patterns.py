@@ -212,3 +212,28 @@ def test_layer_loop_subscripts_hold_their_word():
         for p in held:
             found = p.regex.search(data)
             assert found is None or p.literal in found.group(), (p.literal, data)
+
+
+def test_loop_header_finds_what_its_regex_finds():
+    """LoopHeader (the `for ... in ...<loop word>` part of PER_LAYER_LOOP's pre-filter word)
+    answers as the regex it stands for: stretches to a `:`, the first `in`, word boundaries
+    at the ends of a stretch, several `for`s in one stretch, a header over lines."""
+    import dataclasses
+    import random
+
+    from kvlint.analysis.context import LoopHeader, layer_loop_pattern
+
+    names = dataclasses.replace(HeuristicNames(), layer_loop_words=HeuristicNames().layer_loop_words + ("stages",))
+    header = [p for p in layer_loop_pattern(names).parts if isinstance(p, LoopHeader)][0]
+    tokens = [b"for", b"for ", b" in ", b"in", b"int", b"in:", b"layers", b"stages", b"h", b"_h", b"xlayers", b":",
+              b" ", b"\n", b"(", b")", b"self.", b"blocks", b"\xc3\xa9", b"decoder_layers", b"layer_list", b"a", b"_",
+              b"forin", b"1", b"\\\n", b"#", b"enumerate("]
+    rng = random.Random(5)
+    for _ in range(30000):
+        data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 12)))
+        assert (header.search(data) is None) == (header.regex.search(data) is None), data
+    for text, hit in [(b"for layer in self.layers:", True), (b"for x in y: layers", False),
+                      (b"# for the model\nfor i in range(3):\n    h[i]", False), (b"for a, b in zip(\n  self.h, c):", True),
+                      (b"for layers in x:", False), (b"before in layers", False), (b"for i in xlayers, h_:", False)]:
+        assert (header.search(text) is not None) is hit, text
+        assert (header.regex.search(text) is not None) is hit, text

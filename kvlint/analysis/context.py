@@ -146,11 +146,53 @@ def layer_loop_pattern(names: HeuristicNames) -> AnyOf:
     # follows the first `in` before the `:`, none follows a later one), where Python has
     # atomic groups
     first_in = rb"(?>[^:]*?\bin\b)" if sys.version_info >= (3, 11) else rb"[^:]*?\bin\b"
-    header = re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b")
+    header = LoopHeader(re.compile(rb"for\b(?<![A-Za-z0-9_]for)" + first_in + rb"[^:]*?\b(?:" + words + rb")\b"),
+                        words)
     # a loop word subscripted holds the word: its regex runs only where the word is (`h` is
     # everywhere: its own regex)
     subscripts = (_subscript(x.encode()) for x in names.layer_loop_words)
     return AnyOf(*subscripts, header)
+
+
+_FOR = re.compile(rb"for\b(?<![A-Za-z0-9_]for)")
+_IN = re.compile(rb"in(?<![A-Za-z0-9_]in)(?![A-Za-z0-9_])")  # `\bin\b`, starting with its literal
+
+
+class LoopHeader:
+    """A pre-filter word: where `regex`, the `for ... in ...<loop word>` header of
+    layer_loop_pattern, matches, found in fewer steps. Each `for` opens a stretch up to the
+    next `:`; the first `in` after it, then a loop word after that, both in the stretch, make
+    a header. Only the first `for` of a stretch is looked at: a later one's first `in` is no
+    earlier, so a loop word after it follows the first one's too. The regex ran its lazy
+    scans from every `for` (in prose and comments as well), and a `\bin\b` has no literal for
+    sre to skip to: on the cann-recipes-infer + vllm-ascend files it took 2.2x the
+    instructions."""
+
+    flags = 0
+
+    def __init__(self, regex: "re.Pattern[bytes]", words: bytes):
+        self.regex, self.pattern = regex, regex.pattern
+        self._word = re.compile(rb"\b(?:" + words + rb")\b")
+
+    def search(self, data: bytes) -> "Optional[re.Match[bytes]]":
+        """A loop word of a header (a match object), or None where `regex` finds nothing. The
+        stretch ends at its `:`, a non-word byte, so `\b` at a search's end means the same as
+        in the whole bytes."""
+        size = len(data)
+        f = _FOR.search(data)
+        while f is not None:
+            at = f.end()
+            colon = data.find(b":", at)
+            end = size if colon < 0 else colon
+            found = _IN.search(data, at, end)
+            if found is not None:
+                word = self._word.search(data, found.end(), end)
+                if word is not None:
+                    return word
+            if colon < 0:
+                return None
+            f = _FOR.search(data, colon + 1)  # the later `for`s of the stretch skipped
+        return None
 
 
 def _subscript(word: bytes):
