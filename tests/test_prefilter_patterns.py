@@ -237,3 +237,26 @@ def test_loop_header_finds_what_its_regex_finds():
                       (b"for layers in x:", False), (b"before in layers", False), (b"for i in xlayers, h_:", False)]:
         assert (header.search(text) is not None) is hit, text
         assert (header.regex.search(text) is not None) is hit, text
+
+
+def test_kv403_signature_shortcuts_answer_as_the_full_reading(monkeypatch):
+    """signature_spans reads a plain signature (no bracket, string or comment inside) in one
+    step, and AugmentedParameterStore reads a signature's identifiers only where a stored
+    name is in its text: both give what the full reading of every signature gives."""
+    import random
+    import re
+
+    import kvlint.checks.kv403_tensor_param_augmented_in_layer as kv403
+
+    tokens = [b"def ", b"def", b"async ", b"f", b"g", b"(", b")", b"x", b"y", b"xy", b" += 1", b"\n", b"x += 2\n",
+              b"y *= 3\n", b"#", b"'", b'"', b'"""', b"[", b"]", b"{", b"}", b":", b"=", b",", b"\\\n", b" ", b"self",
+              b"\v", b"\t", b"-> T", b"def f", b"\v(", b" (", b"\\\n(", b"(x)", b"(x, y)", b"(x #y\n)", b"#y"]
+    rng = random.Random(13)
+    cases = [b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
+    fast = [(kv403.signature_identifiers(d), kv403.AUGMENTED_PARAMETER_STORE.search(d) is None) for d in cases]
+    monkeypatch.setattr(kv403, "_PLAIN_SIGNATURE", re.compile(rb"(?!)"))  # every signature read in full
+    for data, (identifiers, none) in zip(cases, fast):
+        full = kv403.signature_identifiers(data)
+        assert identifiers == full, data
+        names = kv403.AUGMENTED_NAME_STORE.names(data)
+        assert none is not (bool(names) and (full is None or bool(names & full))), data
