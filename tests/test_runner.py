@@ -250,18 +250,22 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
 # -- the stream of a cold run: files go to the workers while the walk goes on --------------------
 class RecordingPool:
     """A thread pool standing for the process pool: records each chunk sent and how many
-    were out at that moment."""
+    were out at that moment. With a `gate` (a threading.Event), no chunk is checked before
+    it is set: what is sent during a walk then does not depend on the threads' timing."""
 
-    def __init__(self, workers=2):
+    def __init__(self, workers=2, gate=None):
         from concurrent.futures import ThreadPoolExecutor
 
         self.pool = ThreadPoolExecutor(workers)
         self.sizes, self.out, self.futures, self.chunks = [], [], [], []
         self.shut = False
+        self.gate = gate
 
     def submit(self, fn, settings, chunk, *rest):
         self.sizes.append(len(chunk))
         self.chunks.append([path for _, path in chunk])
+        if self.gate is not None:
+            fn = _after(self.gate, fn)
         future = self.pool.submit(fn, settings, chunk, *rest)
         self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
         self.futures.append(future)
@@ -270,6 +274,13 @@ class RecordingPool:
     def shutdown(self, wait=True, cancel_futures=False):
         self.shut = True
         self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _after(gate, fn):
+    def gated(*args):
+        gate.wait()
+        return fn(*args)
+    return gated
 
 
 def test_a_stream_gives_every_file_the_serial_outcome(tree):
@@ -296,16 +307,21 @@ def test_a_stream_ends_with_small_chunks(tmp_path):
     for i in range(300):
         (tmp_path / f"c{i:03d}.py").write_text(CLEAN)
         paths.append(str(tmp_path / f"c{i:03d}.py"))
-    pool = RecordingPool()
+    import threading
+
+    gate = threading.Event()  # no chunk ends during the walk: what goes out then is fixed
+    pool = RecordingPool(gate=gate)
     stream = runner.Stream(pool, 2, hashed=False, roots=())
     sent_during_walk = []
     for path in paths:
         stream.add(path, Settings())
         sent_during_walk.append(len(pool.sizes))
+    gate.set()
     runner.check_files(paths, Settings(), jobs=1, stream=stream)
     stream.close()
     assert sent_during_walk[0] == 1  # an idle worker gets the first file at once
-    assert max(pool.sizes[:sent_during_walk[-1]][2:]) == runner.MAX_CHUNK  # then full chunks
+    # each idle worker one file at once, then full chunks until two per worker are out
+    assert pool.sizes[:sent_during_walk[-1]] == [1, 1, runner.MAX_CHUNK, runner.MAX_CHUNK]
     assert pool.sizes[-4:] == [1, 1, 1, 1]  # guided: the last chunks are single files
     assert sum(pool.sizes) == 300
 
@@ -368,13 +384,7 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
         p.write_text(CLEAN * repeat)
         paths.append(str(p))
         sizes[str(p)] = p.stat().st_size
-    pool = RecordingPool()
-    real_submit = pool.submit
-
-    def gated(fn, *args):
-        return real_submit(lambda *a: gate.wait() and fn(*a), *args)
-
-    pool.submit = gated
+    pool = RecordingPool(gate=gate)
     stream = runner.Stream(pool, 2, hashed=False, roots=())
     for path in paths:
         stream.add(path, Settings())
