@@ -35,26 +35,34 @@ class Checker:
         self.rules = [r for r in every if settings.enabled(r.code, self._default_on(r.code), self._preview(r.code))]
         canon: Dict[object, object] = {}  # one object per distinct word: rules_for tests each once
 
+        held: Dict[int, object] = {}  # by id of a word with a `literal` (Holding): that word
+
         def word(w):
             w = _as_bytes(w)
             key = (type(w), w) if isinstance(w, bytes) else (type(w), w.pattern, w.flags)
-            return canon.setdefault(key, w)
+            w = canon.setdefault(key, w)
+            literal = getattr(w, "literal", None)
+            if literal is not None:
+                held[id(w)] = word(literal)
+            return w
 
         def expand(ws):  # an AnyOf word is there when one of its parts is: its parts, each tested once
             return tuple(word(p) for w in ws for p in (w.parts if isinstance(w, AnyOf) else (w,)))
 
         self._rule_words = {r.code: expand(r.words(settings)) for r in self.rules}
-        # the groups in the order cheapest to decide (all of any of pure tests: the order never
-        # changes the answer): groups of plain words first, and in a group its plain words
+        # all of any of pure tests: the order never changes the answer, only the time. The
+        # groups are tested in the rule's order (a rule lists first the group that rejects
+        # most files for least time, as measured on real code: a plain word is not always the
+        # cheaper test, `+=` takes longer than a `class` regex); in a group, its plain words
         # before its regexes
         def ordered(groups):
-            return sorted((tuple(sorted(expand(group), key=_is_regex)) for group in groups),
-                          key=lambda g: any(map(_is_regex, g)))
+            return [tuple(sorted(expand(group), key=_is_regex)) for group in groups]
 
         self._required = {r.code: ordered(r.required_words(settings)) for r in self.rules}
         in_tests = {r.code: r.required_words_in_tests(settings) for r in self.rules}
         required_in_tests = {c: self._required[c] if g is None else ordered(g) for c, g in in_tests.items()}
-        self._parents = _literal_parents(list(canon.values()))
+        # a word occurs only where its parent does (tested first): a word it holds
+        self._parents = {**_literal_parents(list(canon.values())), **held}
         # rules with the same words and groups (the FA rules share the operator names) are
         # decided once per file: (words, groups, the rules' positions in self.rules); test
         # files (TEST_DOUBLES) have their own list where a rule narrows its groups there
@@ -65,6 +73,12 @@ class Checker:
         # a rule without words runs on every parsed file, so then every file is parsed
         wordless = any(not words for words in self._rule_words.values())
         self.prefilter = None if wordless else build_prefilter(list(self._rule_words.values()))
+        # by id of the word Prefilter.find stopped at: what rules_for then knows unsearched,
+        # and the conditions that knowledge leaves open (for other files, for test files)
+        self._after: Dict[int, Tuple[Dict[int, bool], list, list]] = {}
+        if self.prefilter is not None:
+            for at, known in self.prefilter.known_after(list(canon.values())).items():
+                self._after[at] = (known, _open(self._conditions, known), _open(self._conditions_in_tests, known))
         self.report_unused_noqa = any(r.code == "KV900" for r in self.rules)
 
     def _grouped(self, required) -> List[Tuple[tuple, list, List[int]]]:
@@ -98,9 +112,14 @@ class Checker:
         the files that import it (Project.adopt)."""
         if prefilter:
             lower: List[bytes] = []  # the lowercased bytes, made once for both levels
-            if not self.rules or (self.prefilter is not None and not self.prefilter.search(data, lower)):
+            if not self.rules:
                 return FileResult(path)
-            rules = self.rules_for(data, path, lower)
+            found = None
+            if self.prefilter is not None:
+                found = self.prefilter.find(data, lower)
+                if found is None:
+                    return FileResult(path)
+            rules = self.rules_for(data, path, lower, found)
             if not rules:
                 return FileResult(path)  # words seen, but no rule's `required_words` are all there
         else:
@@ -114,13 +133,23 @@ class Checker:
             return self._failure(path, source.reason)
         return self.check_source(source, rules, stat)
 
-    def rules_for(self, data: bytes, path: Optional[str] = None, lower: Optional[List[bytes]] = None) -> List[Rule]:
+    def rules_for(self, data: bytes, path: Optional[str] = None, lower: Optional[List[bytes]] = None,
+                  found: Optional[object] = None) -> List[Rule]:
         """The enabled rules one of whose words is in `data` (a rule without words always
         runs) and each of whose `required_words` groups (`required_words_in_tests` where
         `path` is a test file) has a word in `data`: the per-rule level of the pre-filter.
         `lower`: [the lowercased bytes] if already made, filled in when they are made here; a
-        word object with `search_lowered(data, lowered)` is given them."""
-        searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
+        word object with `search_lowered(data, lowered)` is given them. `found`: the word
+        `self.prefilter.find(data)` returned: the words it searched before are absent, and
+        not searched again (Prefilter.known_after), nor the rules that this alone rejects."""
+        test = path is not None and is_test_path(path)
+        after = self._after.get(id(found)) if found is not None else None
+        if after is None:
+            searched: Dict[int, bool] = {}  # one search per word object, however many rules share it
+            conditions = self._conditions_in_tests if test else self._conditions
+        else:
+            searched = dict(after[0])
+            conditions = after[2] if test else after[1]
         parents = self._parents
         made: List[bytes] = [] if lower is None else lower
 
@@ -144,7 +173,6 @@ class Checker:
             return hit
 
         wanted = []
-        conditions = self._conditions_in_tests if path is not None and is_test_path(path) else self._conditions
         for words, groups, positions in conditions:
             if words and not any(map(holds, words)):
                 continue
@@ -239,18 +267,61 @@ class Prefilter:
     searched one by one (each with its own flags). A word holding another word is left out
     (the shorter one decides), and words sharing a substring (`npu_`) sit behind it: when it
     is absent none of them is searched. Substring tests run at memchr speed, about twice as
-    fast here as one trie regex over the same words."""
+    fast here as one trie regex over the same words. The words are the Checker's own word
+    objects (`find` names the one it found)."""
 
     def __init__(self, exact, nocase, patterns):
         self.exact, self.nocase, self.patterns = _anchored(exact), _anchored(nocase), patterns
 
     def search(self, data: bytes, lower: Optional[List[bytes]] = None) -> bool:
         """`lower`: as for Checker.rules_for (the lowercased bytes are kept there)."""
-        if _any_in(self.exact, data):
-            return True
-        if self.nocase and _any_in(self.nocase, _lowered(data, [] if lower is None else lower)):
-            return True
-        return any(p.search(data) for p in self.patterns)
+        return self.find(data, lower) is not None
+
+    def find(self, data: bytes, lower: Optional[List[bytes]] = None) -> Optional[object]:
+        """The first word found, in the order of `order()`, or None: `search` naming its hit."""
+        hit = _first_in(self.exact, data)
+        if hit is None and self.nocase:
+            hit = _first_in(self.nocase, _lowered(data, [] if lower is None else lower))
+        if hit is None:
+            for p in self.patterns:
+                if p.search(data) is not None:  # as rules_for reads a match (a match may be falsy)
+                    return p
+        return hit
+
+    def order(self) -> List[object]:
+        """The words in the order `find` tries them (a word behind an absent anchor is not
+        searched, but is absent all the same)."""
+        return [w for groups in (self.exact, self.nocase) for _, words in groups for w in words] + self.patterns
+
+    def known_after(self, words: Sequence[object]) -> Dict[int, Dict[int, bool]]:
+        """By id of each word `find` can return: {id(word): there?} for those of `words`
+        (the Checker's word objects) that its search decided without searching them: every
+        word tried before it is absent, and so is a plain or NoCase word holding one of
+        those (`_occurs_only_with`); the word found is there, and so is one it holds."""
+        literal = [w for w in words if isinstance(w, bytes)]
+        out: Dict[int, Dict[int, bool]] = {}
+        absent: List[object] = []
+        for w in self.order():
+            known = {id(a): False for a in absent}
+            if isinstance(w, bytes):
+                for o in literal:
+                    if any(isinstance(a, bytes) and _occurs_only_with(o, a) for a in absent):
+                        known[id(o)] = False
+                    elif o is w or _occurs_only_with(w, o):
+                        known[id(o)] = True
+            known[id(w)] = True
+            out[id(w)] = known
+            absent.append(w)
+        return out
+
+
+def _open(conditions, known: Dict[int, bool]) -> list:
+    """The `conditions` (words, groups, positions) that `known` (by word id: there?) does
+    not decide false: those with a word and a word in each group not known absent."""
+    def maybe(words) -> bool:
+        return any(known.get(id(w)) is not False for w in words)
+
+    return [c for c in conditions if (not c[0] or maybe(c[0])) and all(map(maybe, c[1]))]
 
 
 def _lowered(data: bytes, made: List[bytes]) -> bytes:
@@ -270,7 +341,7 @@ def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilte
     for ws in word_lists:
         for w in ws:
             if isinstance(w, _NoCaseBytes):
-                nocase.add(bytes(w))
+                nocase.add(w)
             elif type(w) is bytes:
                 exact.add(w)
             else:
@@ -283,13 +354,13 @@ def build_prefilter(word_lists: Sequence[Sequence[object]]) -> Optional[Prefilte
     return Prefilter(exact, nocase, list(patterns.values()))
 
 
-def _any_in(groups, data: bytes) -> bool:
+def _first_in(groups, data: bytes) -> Optional[bytes]:
     for anchor, words in groups:
         if anchor is None or anchor in data:
             for w in words:
                 if w in data:
-                    return True
-    return False
+                    return w
+    return None
 
 
 def _anchored(words, size: int = 4) -> List[Tuple[Optional[bytes], List[bytes]]]:
@@ -323,17 +394,23 @@ def _literal_parents(words) -> Dict[int, object]:
     literal = [w for w in words if isinstance(w, bytes)]
     parents: Dict[int, object] = {}
     for w in literal:
-        nocase = isinstance(w, _NoCaseBytes)
-        low = w if nocase else w.lower()
         best = None
         for o in literal:
             if o is w or len(o) >= len(w) or (best is not None and len(o) <= len(best)):
                 continue
-            if (o in low) if isinstance(o, _NoCaseBytes) else (not nocase and o in w):
+            if _occurs_only_with(w, o):
                 best = o
         if best is not None:
             parents[id(w)] = best
     return parents
+
+
+def _occurs_only_with(w: bytes, o: bytes) -> bool:
+    """Plain or NoCase word `w` is in a file only if `o` is: `w` holds `o` (a NoCase `o`
+    held by `w`'s lowercase counts, a plain `o` held by a NoCase `w` does not)."""
+    if isinstance(o, _NoCaseBytes):
+        return o in (w if isinstance(w, _NoCaseBytes) else w.lower())
+    return not isinstance(w, _NoCaseBytes) and o in w
 
 
 class _NoCaseBytes(bytes):

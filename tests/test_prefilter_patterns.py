@@ -189,3 +189,74 @@ def test_kv403_parameter_augmented_store(text, hit):
     from kvlint.checks.kv403_tensor_param_augmented_in_layer import AUGMENTED_PARAMETER_STORE
 
     assert (AUGMENTED_PARAMETER_STORE.search(text.encode()) is not None) == hit
+
+
+def test_layer_loop_subscripts_hold_their_word():
+    """A loop word's subscript pattern is a Holding: every match holds the word, so the
+    engine may search it only where the word is (a one-letter word, `h`, keeps a plain
+    regex: it is everywhere)."""
+    import dataclasses
+    import random
+
+    from kvlint.analysis.context import Holding, layer_loop_pattern
+
+    names = dataclasses.replace(HeuristicNames(), layer_loop_words=HeuristicNames().layer_loop_words + ("stages",))
+    parts = layer_loop_pattern(names).parts
+    held = [p for p in parts if isinstance(p, Holding)]
+    assert sorted(p.literal for p in held) == sorted(w.encode() for w in names.layer_loop_words if len(w) > 1)
+    tokens = [b"layers", b"decoder_layers", b"layer_list", b"blocks", b"stages", b"h", b"x", b"_", b".", b" ",
+              b"\\\n", b"[", b"]", b"(", b"self", b"for", b" in ", b":"]
+    rng = random.Random(11)
+    for _ in range(5000):
+        data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 8)))
+        for p in held:
+            found = p.regex.search(data)
+            assert found is None or p.literal in found.group(), (p.literal, data)
+
+
+def test_loop_header_finds_what_its_regex_finds():
+    """LoopHeader (the `for ... in ...<loop word>` part of PER_LAYER_LOOP's pre-filter word)
+    answers as the regex it stands for: stretches to a `:`, the first `in`, word boundaries
+    at the ends of a stretch, several `for`s in one stretch, a header over lines."""
+    import dataclasses
+    import random
+
+    from kvlint.analysis.context import LoopHeader, layer_loop_pattern
+
+    names = dataclasses.replace(HeuristicNames(), layer_loop_words=HeuristicNames().layer_loop_words + ("stages",))
+    header = [p for p in layer_loop_pattern(names).parts if isinstance(p, LoopHeader)][0]
+    tokens = [b"for", b"for ", b" in ", b"in", b"int", b"in:", b"layers", b"stages", b"h", b"_h", b"xlayers", b":",
+              b" ", b"\n", b"(", b")", b"self.", b"blocks", b"\xc3\xa9", b"decoder_layers", b"layer_list", b"a", b"_",
+              b"forin", b"1", b"\\\n", b"#", b"enumerate("]
+    rng = random.Random(5)
+    for _ in range(30000):
+        data = b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 12)))
+        assert (header.search(data) is None) == (header.regex.search(data) is None), data
+    for text, hit in [(b"for layer in self.layers:", True), (b"for x in y: layers", False),
+                      (b"# for the model\nfor i in range(3):\n    h[i]", False), (b"for a, b in zip(\n  self.h, c):", True),
+                      (b"for layers in x:", False), (b"before in layers", False), (b"for i in xlayers, h_:", False)]:
+        assert (header.search(text) is not None) is hit, text
+        assert (header.regex.search(text) is not None) is hit, text
+
+
+def test_kv403_signature_shortcuts_answer_as_the_full_reading(monkeypatch):
+    """signature_spans reads a plain signature (no bracket, string or comment inside) in one
+    step, and AugmentedParameterStore reads a signature's identifiers only where a stored
+    name is in its text: both give what the full reading of every signature gives."""
+    import random
+    import re
+
+    import kvlint.checks.kv403_tensor_param_augmented_in_layer as kv403
+
+    tokens = [b"def ", b"def", b"async ", b"f", b"g", b"(", b")", b"x", b"y", b"xy", b" += 1", b"\n", b"x += 2\n",
+              b"y *= 3\n", b"#", b"'", b'"', b'"""', b"[", b"]", b"{", b"}", b":", b"=", b",", b"\\\n", b" ", b"self",
+              b"\v", b"\t", b"-> T", b"def f", b"\v(", b" (", b"\\\n(", b"(x)", b"(x, y)", b"(x #y\n)", b"#y"]
+    rng = random.Random(13)
+    cases = [b"".join(rng.choice(tokens) for _ in range(rng.randint(1, 14))) for _ in range(20000)]
+    fast = [(kv403.signature_identifiers(d), kv403.AUGMENTED_PARAMETER_STORE.search(d) is None) for d in cases]
+    monkeypatch.setattr(kv403, "_PLAIN_SIGNATURE", re.compile(rb"(?!)"))  # every signature read in full
+    for data, (identifiers, none) in zip(cases, fast):
+        full = kv403.signature_identifiers(data)
+        assert identifiers == full, data
+        names = kv403.AUGMENTED_NAME_STORE.names(data)
+        assert none is not (bool(names) and (full is None or bool(names & full))), data

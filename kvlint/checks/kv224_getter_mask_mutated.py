@@ -4,7 +4,6 @@ import ast
 import re
 from typing import Iterator, Optional, Tuple
 
-from kvlint.analysis.context import AnyOf, LowercasePattern
 from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.module import dotted_name
 from kvlint.checks import register
@@ -16,13 +15,16 @@ MASK_WORD = "mask"
 # exactly these forms, so the pre-filter pattern is a necessary condition).
 _INPLACE_NAMES = "|".join(sorted(INPLACE))
 # The same as `(?i)mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=|mask[\s\\]*\.[\s\\]*(?-i:NAMES)[\s\\]*\(`,
-# ~3x faster: the augmented assignment over the lowercased bytes, the method call tried after
-# each `mask` (in any case) a substring search finds.
-_METHOD_CALL = re.compile(rb"[\s\\]*\.[\s\\]*(?:" + _INPLACE_NAMES.encode() + rb")[\s\\]*\(")
+# found faster: after each `mask` (in any case) a substring search of the lowercased bytes
+# finds, the rest is matched on the bytes as written (the augmented operators hold no letter,
+# so their case does not matter). One pass over the `mask`s for both forms: searching the
+# augmented assignment as a regex of its own over the lowercased bytes took a second scan.
+_CHANGE_AFTER = re.compile(rb"[\s\\]*(?:(?:\*\*|//|>>|<<|[*+/%@&|^-])=|\.[\s\\]*(?:"
+                           + _INPLACE_NAMES.encode() + rb")[\s\\]*\()")
 
 
-class _MaskMethodCall:
-    pattern = rb"(?i:mask)" + _METHOD_CALL.pattern
+class _MaskChanged:
+    pattern = rb"(?i:mask)" + _CHANGE_AFTER.pattern
     flags = 0
 
     def search(self, data: bytes):
@@ -32,15 +34,15 @@ class _MaskMethodCall:
         """`search`, given `data.lower()` (the engine's pre-filter makes it once per file)."""
         at = low.find(b"mask")
         while at >= 0:
-            found = _METHOD_CALL.match(data, at + 4)
+            found = _CHANGE_AFTER.match(data, at + 4)
             if found is not None:
                 return found
             at = low.find(b"mask", at + 1)
         return None
 
 
-MUTATION_PATTERN = AnyOf(LowercasePattern(re.compile(rb"mask[\s\\]*(?:\*\*|//|>>|<<|[*+/%@&|^-])=")),
-                         _MaskMethodCall())
+MUTATION_PATTERN = _MaskChanged()
+
 # Calls whose result may share storage with their receiver: slicing keeps it, and these
 # return the receiver itself when nothing needs to change (`.contiguous()` of a contiguous
 # slice, `.to()` to the same dtype and device, `.float()` of a float tensor).
