@@ -48,6 +48,11 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _job_count(jobs: Optional[int]) -> int:
+    """`--jobs` as given (at least 1), or the CPUs this process may run on when not given."""
+    return default_jobs() if jobs is None else max(1, jobs)
+
+
 def check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int] = None,
                 cache: Optional[Cache] = None, roots: Sequence[str] = (),
                 stream: Optional["Stream"] = None) -> List[FileResult]:
@@ -76,7 +81,7 @@ def _check_files(paths: Sequence[str], settings: Settings, jobs: Optional[int], 
             if cache is not None:
                 cache.put(path, outcome[1], outcome[2], outcome[0])
     if todo:
-        jobs = default_jobs() if jobs is None else max(1, jobs)
+        jobs = _job_count(jobs)
         workers = min(jobs, len(todo) // MIN_FILES_PER_WORKER)
         pending = [(i, paths[i]) for i in todo]
         hashed = cache is not None
@@ -213,7 +218,7 @@ def prestart(jobs: Optional[int] = None, settings: Optional[Settings] = None, ro
     process walks (three processes on two cores). Does nothing with `jobs` 1 or where no
     pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
     `stop_prestarted()` ends it if none did."""
-    jobs = default_jobs() if jobs is None else max(1, jobs)
+    jobs = _job_count(jobs)
     if jobs < 2 or _PRESTARTED:
         return
     _load_setup()  # here, once: forked workers inherit it (each loading it took longer)
@@ -246,7 +251,7 @@ def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) ->
     if not _PRESTARTED:
         return None
     pool = _PRESTARTED.pop()
-    stream = Stream(pool, default_jobs() if jobs is None else max(1, jobs), hashed, roots)
+    stream = Stream(pool, _job_count(jobs), hashed, roots)
     _STREAMS.append(stream)
     return stream
 
