@@ -39,7 +39,8 @@ def test_precheck_skips_what_nothing_matches():
     assert not precheck.match("docs/site")
 
 
-# -- GitIgnore.entries_of: one folder's decisions made once, the same as ignored() per path ------
+# -- GitIgnore.entries_of with the walk's listing (no .git / .gitignore looked for where the
+# listing has none) decides as ignored() per path, which lists nothing ---------------------------
 TREE_NAMES = ["build", "a", "b.py", "x_musa", "lib", "docs", "_build", "c.pyc", "keep"]
 
 
