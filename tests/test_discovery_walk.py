@@ -12,7 +12,7 @@ from typing import Iterator, List
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvlint.discovery import SKIP_DIRS, GitIgnore, walk
+from kvlint.discovery import SKIP_DIRS, GitIgnore, _inside, walk
 
 
 def reference_walk(root: str, respect_gitignore: bool) -> Iterator[str]:
@@ -31,11 +31,6 @@ def reference_walk(root: str, respect_gitignore: bool) -> Iterator[str]:
                 if ignored and ignored(name, False):
                     continue
                 yield os.path.normpath(full)
-
-
-def _inside(path: str, root: str) -> bool:
-    root = os.path.realpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def both(root: Path) -> List[List[str]]:
