@@ -201,23 +201,48 @@ def test_prestarted_workers_build_the_checker_for_the_settings_given(tmp_path, m
     settings = Settings(select=("KV1",))
     runner.prestart(2, settings, [str(tmp_path)])
     try:
-        built = runner._PRESTARTED[0].submit(_checkers_here).result()
+        built = [pool.submit(_checkers_here).result() for pool in runner._PRESTARTED[0]]
     finally:
         runner.stop_prestarted()
-    assert built == [(runner._settings_key(settings), [str(tmp_path)])]
+    assert built == [[(runner._settings_key(settings), [str(tmp_path)])]] * 2  # in each worker
     runner.prestart(2)
     try:
-        assert runner._PRESTARTED[0].submit(_checkers_here).result() == []
+        assert [pool.submit(_checkers_here).result() for pool in runner._PRESTARTED[0]] == [[], []]
     finally:
         runner.stop_prestarted()
 
 
-def test_an_unused_prestarted_pool_is_stopped(tmp_path):
+def test_unused_prestarted_workers_are_stopped(tmp_path):
     runner.prestart(2)
-    pool = runner._PRESTARTED[0]
-    processes = list(pool._processes.values())
+    pools = runner._PRESTARTED[0]
+    assert len(pools) == 2  # one pool per worker
+    processes = [p for pool in pools for p in pool._processes.values()]
     runner.stop_prestarted()
     assert runner._PRESTARTED == [] and processes and not any(p.is_alive() for p in processes)
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_every_worker_is_forked_before_a_pool_thread_runs(monkeypatch):
+    """One pool per worker: each worker is forked while this process runs no thread of a
+    pool (forking with threads running can deadlock the child)."""
+    import threading
+
+    before = threading.active_count()
+    counts = []
+    real_fork = os.fork
+
+    def fork():
+        counts.append(threading.active_count())
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", fork)
+    runner.prestart(3)
+    try:
+        pools = runner._PRESTARTED[0]
+        assert [len(pool._processes) for pool in pools] == [1, 1, 1]
+    finally:
+        runner.stop_prestarted()
+    assert counts == [before] * 3
 
 
 def test_prestart_with_one_job_starts_nothing():
@@ -249,31 +274,46 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
 
 # -- the stream of a cold run: files go to the workers while the walk goes on --------------------
 class RecordingPool:
-    """A thread pool standing for the process pool: records each chunk sent and how many
-    were out at that moment. With a `gate` (a threading.Event), no chunk is checked before
-    it is set: what is sent during a walk then does not depend on the threads' timing."""
+    """Thread pools standing for the workers' process pools (`pools`: one single-thread pool
+    per worker): records each chunk sent, to which worker, and how many were out at that
+    moment. With a `gate` (a threading.Event), no chunk is checked before it is set: what is
+    sent during a walk then does not depend on the threads' timing; with `gates`, one Event
+    per worker."""
 
-    def __init__(self, workers=2, gate=None):
+    def __init__(self, workers=2, gate=None, gates=None):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.pool = ThreadPoolExecutor(workers)
-        self.sizes, self.out, self.futures, self.chunks = [], [], [], []
-        self.shut = False
-        self.gate = gate
+        self.threads = [ThreadPoolExecutor(1) for _ in range(workers)]
+        self.pools = [_Worker(self, n) for n in range(workers)]
+        self.sizes, self.out, self.futures, self.chunks, self.to = [], [], [], [], []
+        self.shut = set()
+        self.gates = gates if gates is not None else [gate] * workers  # (`gates`: one per worker)
 
-    def submit(self, fn, settings, chunk, *rest):
+    def submit(self, worker, fn, settings, chunk, *rest):
         self.sizes.append(len(chunk))
         self.chunks.append([path for _, path in chunk])
-        if self.gate is not None:
-            fn = _after(self.gate, fn)
-        future = self.pool.submit(fn, settings, chunk, *rest)
+        self.to.append(worker)
+        if self.gates[worker] is not None:
+            fn = _after(self.gates[worker], fn)
+        future = self.threads[worker].submit(fn, settings, chunk, *rest)
         self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
         self.futures.append(future)
         return future
 
+    def chunks_of(self, worker):
+        return [c for c, w in zip(self.chunks, self.to) if w == worker]
+
+
+class _Worker:
+    def __init__(self, recording, n):
+        self.recording, self.n = recording, n
+
+    def submit(self, fn, *args):
+        return self.recording.submit(self.n, fn, *args)
+
     def shutdown(self, wait=True, cancel_futures=False):
-        self.shut = True
-        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.recording.shut.add(self.n)
+        self.recording.threads[self.n].shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def _after(gate, fn):
@@ -285,7 +325,7 @@ def _after(gate, fn):
 
 def test_a_stream_gives_every_file_the_serial_outcome(tree):
     pool = RecordingPool()
-    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
     other = Settings(ignore=("KV103",))
     for n, path in enumerate(tree):
         stream.add(path, other if n % 4 == 0 else Settings())
@@ -299,7 +339,7 @@ def test_a_stream_gives_every_file_the_serial_outcome(tree):
     assert max(pool.out) <= 4  # at most two chunks per worker out at a time
     assert stream.outcome("never/added.py") is None
     stream.close()
-    assert pool.shut
+    assert pool.shut == {0, 1}
 
 
 def test_a_stream_ends_with_small_chunks(tmp_path):
@@ -311,7 +351,7 @@ def test_a_stream_ends_with_small_chunks(tmp_path):
 
     gate = threading.Event()  # no chunk ends during the walk: what goes out then is fixed
     pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
     sent_during_walk = []
     for path in paths:
         stream.add(path, Settings())
@@ -348,7 +388,7 @@ def test_a_cold_folder_run_streams_to_the_prestarted_workers(tree, tmp_path, cap
     monkeypatch.setattr(runner, "open_stream", lambda *a, **k: opened.append(real(*a, **k)) or opened[-1])
     assert main(["check", "--isolated", "--no-cache", "--jobs", "2", "--format", "concise", str(tmp_path)]) == 1
     streamed = capsys.readouterr().out
-    assert opened and opened[0] is not None and opened[0]._pool is None  # used, then closed
+    assert opened and opened[0] is not None and opened[0]._pools is None  # used, then closed
     assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
     assert capsys.readouterr().out == streamed
 
@@ -362,7 +402,7 @@ def test_a_big_file_goes_alone(tmp_path):
         p.write_text(CLEAN * (20000 if i in (30, 50) else 1))  # two files of ~340 KB
         paths.append(str(p))
     pool = RecordingPool()
-    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
     for path in paths:
         stream.add(path, Settings())
     results = runner.check_files(paths, Settings(), jobs=1, stream=stream)
@@ -377,15 +417,14 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
     import threading
 
     gate = threading.Event()
-    paths, sizes = [], {}
+    paths = []
     for i in range(80):
         p = tmp_path / f"g{i:02d}.py"
         repeat = {40: 8000, 70: 12000, 75: 9000}.get(i, 1)  # three files of 150-210 KB, found late
         p.write_text(CLEAN * repeat)
         paths.append(str(p))
-        sizes[str(p)] = p.stat().st_size
     pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool, 2, hashed=False, roots=())
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
     for path in paths:
         stream.add(path, Settings())
     during_walk = len(pool.chunks)
@@ -393,6 +432,95 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
     gate.set()
     runner.check_files(paths, Settings(), jobs=1, stream=stream)
     stream.close()
-    after = pool.chunks[during_walk:]
-    assert after[:3] == [[paths[70]], [paths[75]], [paths[40]]]  # the biggest first, each alone
+    after = [(w, c) for n, (w, c) in enumerate(zip(pool.to, pool.chunks)) if n >= during_walk]
+    # the waiting files, cut in two runs of about equal bytes: 40 and 70 in the first, 75 in
+    # the second; in each run, the biggest first, each alone
+    assert [c for w, c in after if w == 0][:2] == [[paths[70]], [paths[40]]]
+    assert [c for w, c in after if w == 1][:1] == [[paths[75]]]
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
+
+
+def _files(sizes, key="k"):
+    return [runner._File(key, Settings(), f"f{n:03d}.py", size) for n, size in enumerate(sizes)]
+
+
+def test_lanes_are_contiguous_runs_of_about_equal_bytes():
+    files = _files([100] * 20 + [70_000] + [100] * 39 + [80_000])  # 75,900 bytes, then 80,000
+    lanes = runner._lanes(files, 2)
+    assert [f.path for f in lanes[0]] == ["f020.py"] + [f"f{n:03d}.py" for n in range(60) if n != 20]  # big first
+    assert [f.path for f in lanes[1]] == ["f060.py"]
+    sizes = [1000 * (n % 7 + 1) for n in range(200)]
+    for workers in (1, 2, 3, 8):
+        lanes = runner._lanes(_files(sizes), workers)
+        assert sorted(f.path for lane in lanes for f in lane) == [f.path for f in _files(sizes)]
+        total = sum(sizes)
+        for lane in lanes:  # each a run of consecutive files, within one file of its share
+            numbers = sorted(int(f.path[1:4]) for f in lane)
+            assert numbers == list(range(numbers[0], numbers[-1] + 1))
+            assert abs(sum(f.size for f in lane) - total / workers) <= max(sizes)
+    assert runner._lanes([], 2) == [[], []]
+    assert runner._lanes(_files([0, 0, 0]), 2)[0] == _files([0, 0, 0])  # no bytes: one lane
+
+
+def test_each_worker_checks_its_own_run_of_the_walk(tmp_path):
+    """After the walk, worker 0 starts on the first half of what waits and worker 1 on the
+    second (the files of one folder, which import each other, are parsed in one process);
+    what a worker takes from another's run later is a piece of that run: no chunk holds files
+    of both halves, and none is sent twice."""
+    import threading
+
+    gate = threading.Event()
+    paths = []
+    for i in range(200):
+        (tmp_path / f"r{i:03d}.py").write_text(CLEAN)
+        paths.append(str(tmp_path / f"r{i:03d}.py"))
+    pool = RecordingPool(gate=gate)
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    during_walk = len(pool.chunks)
+    waiting = paths[sum(pool.sizes):]  # the walk's chunks took the first files
+    gate.set()
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    halves = set(waiting[:len(waiting) // 2]), set(waiting[len(waiting) // 2:])
+    after = list(zip(pool.to, pool.chunks))[during_walk:]
+    for worker in (0, 1):
+        assert set(next(c for w, c in after if w == worker)) <= halves[worker]
+    assert all(set(c) <= halves[0] or set(c) <= halves[1] for _, c in after)
+    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
+
+
+def test_a_worker_whose_run_is_done_takes_the_back_half_of_the_other(tmp_path):
+    import threading
+
+    slow, fast = threading.Event(), threading.Event()
+    paths = []
+    for i in range(120):
+        (tmp_path / f"s{i:03d}.py").write_text(CLEAN)
+        paths.append(str(tmp_path / f"s{i:03d}.py"))
+    pool = RecordingPool(gates=[slow, fast])  # worker 0 holds its chunks until `slow` is set
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    during_walk = len(pool.chunks)
+    waiting = paths[sum(pool.sizes):]
+    fast.set()
+    checked = threading.Thread(target=lambda: runner.check_files(paths, Settings(), jobs=1, stream=stream))
+    checked.start()
+    for _ in range(1000):  # until every file is sent: worker 0 is held, worker 1 takes them all
+        if sum(pool.sizes) == len(paths):
+            break
+        threading.Event().wait(0.01)
+    slow.set()
+    checked.join()
+    stream.close()
+    after = list(zip(pool.to, pool.chunks))[during_walk:]
+    assert {w for w, _ in after} == {1}  # worker 0 had its two chunks out all along
+    first, second = waiting[:len(waiting) // 2], waiting[len(waiting) // 2:]
+    sent = [p for _, c in after for p in c]
+    assert sent[:len(second)] == second  # its own run first, in order
+    stolen = sent[len(second):]
+    assert sorted(stolen) == first
+    assert stolen[0] >= first[len(first) // 2]  # then the back half of worker 0's run, first
     assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
