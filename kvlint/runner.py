@@ -266,6 +266,10 @@ WALK_CHUNK_BYTES = 256 * 1024  # a chunk sent during the walk: about 16 files of
 BIG_FILE_BYTES = 64 * 1024  # after the walk, each worker's waiting files this big go first
 POLL_EVERY = 8  # while every worker has two chunks, finished ones are looked for every 8 files
 OUT_PER_WORKER = 2  # chunks out per worker: one checked, one waiting, so that none idles
+# ... but once no more than this waits in all (per worker), one: a chunk sent to a worker is
+# its own, and a waiting one held the last worker up to 60 ms after the other had ended
+# (bytes are a rough cost: most files are dropped by the pre-filter, a few are parsed)
+ENDGAME_BYTES = 256 * 1024
 
 
 def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) -> Optional["Stream"]:
@@ -305,7 +309,8 @@ class Stream:
       the last to end), then the others in their order.
     - A chunk then holds at most the waiting bytes over twice the workers, so the last chunks
       are small (guided self-scheduling; a big file goes alone); a worker whose run is empty
-      takes the back half of the run with the most bytes left, so that they end together.
+      takes the back half of the run with the most bytes left, and once little waits
+      (ENDGAME_BYTES) a worker has one chunk out at a time, so that they end together.
 
     `outcome(path)` waits for a file's outcome. A worker that dies breaks the stream: the
     chunks it failed, and the files still waiting, are checked as `_check_parallel` retries
@@ -369,13 +374,18 @@ class Stream:
                 self._collect(future)
         while self._pools is not None:
             worker = min(range(self.workers), key=self._busy.__getitem__)  # the fewest out (the first of them)
-            if self._busy[worker] >= OUT_PER_WORKER:
+            if self._busy[worker] >= self._out_per_worker():
                 break
             chunk = self._next_chunk(worker)
             if not chunk:
                 break
             self._bytes -= sum(f.size for f in chunk)
             self._send(worker, chunk[0].settings, [f.path for f in chunk])
+
+    def _out_per_worker(self) -> int:
+        if self._walked and self._bytes <= ENDGAME_BYTES * self.workers:
+            return 1
+        return OUT_PER_WORKER
 
     def _next_chunk(self, worker: int) -> List[_File]:
         """The files `worker` checks next (none: nothing waits, or, during the walk, a

@@ -286,6 +286,7 @@ class RecordingPool:
         self.threads = [ThreadPoolExecutor(1) for _ in range(workers)]
         self.pools = [_Worker(self, n) for n in range(workers)]
         self.sizes, self.out, self.futures, self.chunks, self.to = [], [], [], [], []
+        self.out_of_worker = []  # at each chunk sent: the chunks of its worker not done, it included
         self.shut = set()
         self.gates = gates if gates is not None else [gate] * workers  # (`gates`: one per worker)
 
@@ -297,6 +298,7 @@ class RecordingPool:
             fn = _after(self.gates[worker], fn)
         future = self.threads[worker].submit(fn, settings, chunk, *rest)
         self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
+        self.out_of_worker.append(sum(1 for f, w in zip(self.futures, self.to) if w == worker and not f.done()) + 1)
         self.futures.append(future)
         return future
 
@@ -434,10 +436,39 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
     stream.close()
     after = [(w, c) for n, (w, c) in enumerate(zip(pool.to, pool.chunks)) if n >= during_walk]
     # the waiting files, cut in two runs of about equal bytes: 40 and 70 in the first, 75 in
-    # the second; in each run, the biggest first, each alone
-    assert [c for w, c in after if w == 0][:2] == [[paths[70]], [paths[40]]]
-    assert [c for w, c in after if w == 1][:1] == [[paths[75]]]
+    # the second; each worker starts on its run's biggest, and a big file goes alone (40 goes
+    # to whichever worker is free first: the other may have taken it from the first run)
+    assert [c for w, c in after if w == 0][0] == [paths[70]]
+    assert [c for w, c in after if w == 1][0] == [paths[75]]
+    assert [c for c in pool.chunks if paths[40] in c] == [[paths[40]]]
     assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
+
+
+def test_near_the_end_a_worker_has_one_chunk_out(tmp_path, monkeypatch):
+    """Once little waits (ENDGAME_BYTES per worker), a worker is sent a chunk only when its
+    last one is done: a chunk waiting at a busy worker cannot be taken by an idle one."""
+    import threading
+
+    monkeypatch.setattr(runner, "ENDGAME_BYTES", 50 * len(CLEAN))  # the last 100 files of 400
+    gate = threading.Event()
+    paths = []
+    for i in range(400):
+        (tmp_path / f"e{i:03d}.py").write_text(CLEAN)
+        paths.append(str(tmp_path / f"e{i:03d}.py"))
+    pool = RecordingPool(gate=gate)
+    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    for path in paths:
+        stream.add(path, Settings())
+    gate.set()
+    runner.check_files(paths, Settings(), jobs=1, stream=stream)
+    stream.close()
+    sent = 0
+    for size, out in zip(pool.sizes, pool.out_of_worker):
+        if len(paths) - sent <= 100:  # (what waited before this chunk was sent)
+            assert out == 1
+        sent += size
+    assert max(pool.out_of_worker) == 2  # two, before
+    assert sum(pool.sizes) == len(paths)
 
 
 def _files(sizes, key="k"):
