@@ -297,21 +297,24 @@ class Prefilter:
         """By id of each word `find` can return: {id(word): there?} for those of `words`
         (the Checker's word objects) that its search decided without searching them: every
         word tried before it is absent, and so is a plain or NoCase word holding one of
-        those (`_occurs_only_with`); the word found is there, and so is one it holds."""
+        those (`_occurs_only_with`); the word found is there, and so is one it holds. (One
+        pass: the words held by an absent word are collected as the words become absent.)"""
         literal = [w for w in words if isinstance(w, bytes)]
         out: Dict[int, Dict[int, bool]] = {}
-        absent: List[object] = []
+        absent: Dict[int, bool] = {}  # {id(word): False} for the words tried so far
+        dead: set = set()  # ids of the literal words that hold an absent word
         for w in self.order():
-            known = {id(a): False for a in absent}
+            known = dict(absent)
             if isinstance(w, bytes):
                 for o in literal:
-                    if any(isinstance(a, bytes) and _occurs_only_with(o, a) for a in absent):
+                    if id(o) in dead:
                         known[id(o)] = False
                     elif o is w or _occurs_only_with(w, o):
                         known[id(o)] = True
+                dead.update(id(o) for o in literal if _occurs_only_with(o, w))
             known[id(w)] = True
             out[id(w)] = known
-            absent.append(w)
+            absent[id(w)] = False
         return out
 
 
