@@ -14,18 +14,16 @@ in the order of the input paths whatever the scheduling.
 - `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
   configuration, once this process has loaded the catalog and imported the rules (the
   workers inherit both), and the first parallel batch uses them (`stop_prestarted()` ends
-  them if none does); each is a pool of its own. `open_stream()` turns them into a Stream:
-  `kvlint check` adds each file as the walk finds it, so the workers start checking before
-  the walk ends; after the walk each worker checks one contiguous run of the walk's files
-  (neighbours import each other: a module is parsed once, in the worker that needs it), and
-  the last chunks are small, and taken from a busier worker's run, so that they end together.
+  them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each
+  file as the walk finds it, so the workers start checking before the walk ends, and the
+  last chunks are small so that they end together.
 """
 from __future__ import annotations
 
 import gc
 import os
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.findings import FileResult
 from kvlint.cache import Cache, digest
@@ -209,53 +207,33 @@ def _pool(workers: int, initializer=_worker_init, initargs: tuple = ()) -> "Proc
                                initargs=initargs)
 
 
-_PRESTARTED: List[List["ProcessPoolExecutor"]] = []  # at most one: started by prestart(), taken by a batch
+_PRESTARTED: List["ProcessPoolExecutor"] = []  # at most one: started by prestart(), taken by a batch
 
 
 def prestart(jobs: Optional[int] = None, settings: Optional[Settings] = None, roots: Sequence[str] = ()) -> None:
     """Start the workers of a coming parallel batch now (a cold scan's serial start: the
     folders are walked while the workers build their checkers, for `settings` and `roots`
-    when given: the settings most files will have). Each worker is a pool of its own, so
-    that a Stream can choose which worker checks which files. The catalog and the rules are
-    loaded here first, so the forked workers share them instead of each loading them while
-    this process walks (three processes on two cores). Does nothing with `jobs` 1 or where
-    no pool can be made; the first `_check_parallel` or `open_stream` takes the workers,
-    `stop_prestarted()` ends them if none did."""
+    when given: the settings most files will have). The catalog and the rules are loaded
+    here first, so the forked workers share them instead of each loading them while this
+    process walks (three processes on two cores). Does nothing with `jobs` 1 or where no
+    pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
+    `stop_prestarted()` ends it if none did."""
     jobs = _job_count(jobs)
     if jobs < 2 or _PRESTARTED:
         return
     _load_setup()  # here, once: forked workers inherit it (each loading it took longer)
-    pools: List["ProcessPoolExecutor"] = []
     try:
-        for _ in range(jobs):
-            pools.append(_pool(1, initializer=_worker_warm, initargs=(settings, tuple(roots))))
-        for pool in pools:
-            _start_process(pool)
-        for pool in pools:
-            pool.submit(int)  # (starts the pool's threads; a pool not started above forks here)
+        pool = _pool(jobs, initializer=_worker_warm, initargs=(settings, tuple(roots)))
+        pool.submit(int)  # a fork-context pool starts all its workers at its first task
     except (OSError, ImportError, NotImplementedError, RuntimeError):
-        for pool in pools:
-            pool.shutdown(wait=True)
         return
-    _PRESTARTED.append(pools)
-
-
-def _start_process(pool: "ProcessPoolExecutor") -> None:
-    """Fork the worker of a one-worker pool before any pool has started its threads: a pool
-    forks its workers at its first task, then starts a thread, so the second pool's fork would
-    copy a process with threads running (which can deadlock the child, and which Python 3.12
-    and later warn of). `_adjust_process_count` is the executor's own (private) way of
-    starting a worker, the same on Python 3.9-3.13; where it is missing, the first task forks."""
-    start = getattr(pool, "_adjust_process_count", None)
-    if start is not None and not getattr(pool, "_processes", None):
-        start()
+    _PRESTARTED.append(pool)
 
 
 def stop_prestarted() -> None:
-    """End the prestarted workers no batch took, and the workers of an open Stream."""
+    """End a prestarted pool no batch took, and the pool of an open Stream."""
     while _PRESTARTED:
-        for pool in _PRESTARTED.pop():
-            pool.shutdown(wait=True)
+        _PRESTARTED.pop().shutdown(wait=True)
     while _STREAMS:
         _STREAMS.pop().close()
 
@@ -263,70 +241,45 @@ def stop_prestarted() -> None:
 # -- a cold run's stream -----------------------------------------------------------------------
 _STREAMS: List["Stream"] = []
 WALK_CHUNK_BYTES = 256 * 1024  # a chunk sent during the walk: about 16 files of model code
-BIG_FILE_BYTES = 64 * 1024  # after the walk, each worker's waiting files this big go first
+BIG_FILE_BYTES = 64 * 1024  # after the walk, the waiting files this big are sent first
 POLL_EVERY = 8  # while every worker has two chunks, finished ones are looked for every 8 files
-OUT_PER_WORKER = 2  # chunks out per worker: one checked, one waiting, so that none idles
-# ... but once no more than this waits in all (per worker), one: a chunk sent to a worker is
-# its own, and a waiting one held the last worker up to 60 ms after the other had ended
-# (bytes are a rough cost: most files are dropped by the pre-filter, a few are parsed)
-ENDGAME_BYTES = 256 * 1024
 
 
 def open_stream(jobs: Optional[int], hashed: bool, roots: Sequence[str] = ()) -> Optional["Stream"]:
-    """A Stream over the workers `prestart(jobs)` started (None when there are none:
-    prestart() was not called, or could make no pool)."""
+    """A Stream over the pool `prestart(jobs)` started (None when there is none: prestart()
+    was not called, or could make no pool)."""
     if not _PRESTARTED:
         return None
-    stream = Stream(_PRESTARTED.pop(), hashed, roots)
+    pool = _PRESTARTED.pop()
+    stream = Stream(pool, _job_count(jobs), hashed, roots)
     _STREAMS.append(stream)
     return stream
 
 
-class _File(NamedTuple):
-    key: object  # the settings' key (a chunk holds files of one settings)
-    settings: Settings
-    path: str
-    size: int
-
-
 class Stream:
-    """The files of a cold run, handed to the prestarted workers (one pool each) while the
-    folders are still walked (`kvlint check` adds each file as discovery finds it), so that
-    no worker waits for the end of the walk. At most OUT_PER_WORKER chunks per worker are out
-    at a time and the other files wait here. Chunks are measured in bytes (a file's size
-    stands for its cost: the few big model files take most of a scan), and hold files of one
-    settings in the order they were found.
+    """The files of a cold run, handed to the prestarted workers while the folders are still
+    walked (`kvlint check` adds each file as discovery finds it), so that no worker waits for
+    the end of the walk. At most two chunks per worker are out at a time and the other files
+    wait here. Chunks are measured in bytes (a file's size stands for its cost: the few big
+    model files take most of a scan): during the walk a chunk goes out when full
+    (WALK_CHUNK_BYTES or MAX_CHUNK files), or at once while fewer chunks than workers are out;
+    once the walk is over, the big files still waiting go first, biggest first (BIG_FILE_BYTES:
+    a 240 KB model runner found last was the last to end), and a chunk holds at most the
+    waiting bytes over twice the workers, so the last chunks are small and the workers end
+    together (guided self-scheduling; a big file goes alone). `outcome(path)` waits for a
+    file's outcome. A worker that dies breaks the pool: the chunks it failed, and the files
+    still waiting, are checked as `_check_parallel` retries them. `hashed`: outcomes carry the
+    content hash (for a cache)."""
 
-    - During the walk a chunk goes out, to the worker with the fewest out, when it is full
-      (WALK_CHUNK_BYTES or MAX_CHUNK files), or at once while fewer chunks than workers are out.
-    - Once the walk is over, the waiting files are cut into one contiguous run of the walk's
-      order per worker, of about equal bytes (`_lanes`): files next to each other in the tree
-      import each other, and a worker parses a project module once for all the files it
-      checks (on cann-recipes-infer + vllm-ascend, two workers that took every other chunk
-      executed 14.3 G instructions between them, one process 12.8 G in all, and two workers
-      with runs 13.3 G: callgrind). In its run, a worker's big
-      files go first, biggest first (BIG_FILE_BYTES: a 240 KB model runner found last was
-      the last to end), then the others in their order.
-    - A chunk then holds at most the waiting bytes over twice the workers, so the last chunks
-      are small (guided self-scheduling; a big file goes alone); a worker whose run is empty
-      takes the back half of the run with the most bytes left, and once little waits
-      (ENDGAME_BYTES) a worker has one chunk out at a time, so that they end together.
-
-    `outcome(path)` waits for a file's outcome. A worker that dies breaks the stream: the
-    chunks it failed, and the files still waiting, are checked as `_check_parallel` retries
-    them. `hashed`: outcomes carry the content hash (for a cache)."""
-
-    def __init__(self, pools: Sequence["ProcessPoolExecutor"], hashed: bool, roots: Sequence[str]):
-        self._pools: Optional[List["ProcessPoolExecutor"]] = list(pools)
-        self.workers = max(1, len(self._pools))
+    def __init__(self, pool: "ProcessPoolExecutor", workers: int, hashed: bool, roots: Sequence[str]):
+        self._pool: Optional["ProcessPoolExecutor"] = pool
+        self.workers = max(1, workers)
         self.hashed = hashed
         self.roots = tuple(roots)
-        self._found: List[_File] = []  # during the walk: waiting, in the order found
-        self._lanes: List[List[_File]] = [[] for _ in range(self.workers)]  # after it: per worker
-        self._lane_bytes = [0] * self.workers
+        # per settings, in order of arrival: (settings, [(path, size)])
+        self._waiting: Dict[object, Tuple[Settings, List[Tuple[str, int]]]] = {}
         self._bytes = 0  # waiting
-        self._busy = [0] * self.workers  # chunks out, per worker
-        self._out: Dict["Future", Tuple[int, Settings, List[str]]] = {}  # future -> worker, its chunk
+        self._out: Dict["Future", Tuple[Settings, List[str]]] = {}  # future -> its chunk
         self._done: Dict[str, Outcome] = {}
         self._broken: List[Tuple[Settings, List[str]]] = []  # chunks to retry
         self._walked = False
@@ -336,14 +289,18 @@ class Stream:
     def add(self, path: str, settings: Settings) -> None:
         if settings is not self._last[0]:  # the resolver hands out one object per configuration
             self._last = (settings, _settings_key(settings))
+        key = self._last[1]
+        entry = self._waiting.get(key)
+        if entry is None:
+            entry = self._waiting[key] = (settings, [])
         try:
             size = os.stat(path).st_size
         except OSError:
             size = 0  # the worker reports it
-        self._found.append(_File(self._last[1], settings, path, size))
+        entry[1].append((path, size))
         self._bytes += size
         self._added += 1
-        if len(self._out) < OUT_PER_WORKER * self.workers or self._added % POLL_EVERY == 0:
+        if len(self._out) < 2 * self.workers or self._added % POLL_EVERY == 0:
             self._pump(block=False)  # (asking each future whether it is done costs)
 
     def outcome(self, path: str) -> Optional[Outcome]:
@@ -354,15 +311,20 @@ class Stream:
         return self._done.pop(path, None)
 
     def close(self) -> None:
-        pools, self._pools = self._pools, None
-        for pool in pools or ():
+        pool, self._pool = self._pool, None
+        if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
     # -- scheduling ------------------------------------------------------------------------
+    def _budget(self) -> int:
+        if not self._walked:
+            return WALK_CHUNK_BYTES
+        return self._bytes // (2 * self.workers)
+
     def _pump(self, block: bool) -> None:
         """Collect the finished chunks (with `block`, wait for one first), then send waiting
-        files while a worker has fewer than OUT_PER_WORKER chunks out."""
-        if self._out and (block or len(self._out) >= OUT_PER_WORKER * self.workers):
+        files while fewer than two chunks per worker are out."""
+        if self._out and (block or len(self._out) >= 2 * self.workers):
             done: Iterable["Future"]
             if block:
                 from concurrent.futures import FIRST_COMPLETED, wait
@@ -372,66 +334,32 @@ class Stream:
                 done = [f for f in self._out if f.done()]
             for future in done:
                 self._collect(future)
-        while self._pools is not None:
-            worker = min(range(self.workers), key=self._busy.__getitem__)  # the fewest out (the first of them)
-            if self._busy[worker] >= self._out_per_worker():
-                break
-            chunk = self._next_chunk(worker)
-            if not chunk:
-                break
-            self._bytes -= sum(f.size for f in chunk)
-            self._send(worker, chunk[0].settings, [f.path for f in chunk])
-
-    def _out_per_worker(self) -> int:
-        if self._walked and self._bytes <= ENDGAME_BYTES * self.workers:
-            return 1
-        return OUT_PER_WORKER
-
-    def _next_chunk(self, worker: int) -> List[_File]:
-        """The files `worker` checks next (none: nothing waits, or, during the walk, a
-        chunk is not full yet while every worker has work)."""
-        if not self._walked:
-            files = self._found
-            n = _chunk_length(files, WALK_CHUNK_BYTES)
+        while self._pool is not None and self._waiting and len(self._out) < 2 * self.workers:
+            key = next(iter(self._waiting))
+            settings, files = self._waiting[key]
+            budget, taken, n = self._budget(), 0, 0
+            while n < len(files) and n < MAX_CHUNK and (n == 0 or taken + files[n][1] <= budget):
+                taken += files[n][1]
+                n += 1
             full = n == MAX_CHUNK or n < len(files)
-            if not full and len(self._out) >= self.workers:
-                return []  # every worker has work: wait for a full chunk
-            self._found = files[n:]
-            return files[:n]
-        if not self._lanes[worker]:
-            self._steal(worker)
-        lane = self._lanes[worker]
-        n = _chunk_length(lane, self._bytes // (OUT_PER_WORKER * self.workers))
-        chunk, self._lanes[worker] = lane[:n], lane[n:]
-        self._lane_bytes[worker] -= sum(f.size for f in chunk)
-        return chunk
+            if not self._walked and not full and len(self._out) >= self.workers:
+                break  # every worker has work: wait for a full chunk
+            if n < len(files):
+                self._waiting[key] = (settings, files[n:])
+            else:
+                del self._waiting[key]
+            self._bytes -= taken
+            self._send(settings, [path for path, _ in files[:n]])
 
-    def _steal(self, worker: int) -> None:
-        """`worker`'s run is empty: it takes the back half (by bytes) of the run with the most
-        bytes left, at least its last file."""
-        victim = max(range(self.workers), key=lambda w: (self._lane_bytes[w], len(self._lanes[w])))
-        lane = self._lanes[victim]
-        if not lane:
-            return
-        half, cut = self._lane_bytes[victim] / 2, len(lane) - 1
-        taken = lane[cut].size
-        while cut > 0 and taken + lane[cut - 1].size <= half:
-            cut -= 1
-            taken += lane[cut].size
-        self._lanes[victim], self._lanes[worker] = lane[:cut], lane[cut:]
-        self._lane_bytes[victim] -= taken
-        self._lane_bytes[worker] = taken
-
-    def _send(self, worker: int, settings: Settings, chunk: List[str]) -> None:
-        assert self._pools is not None
+    def _send(self, settings: Settings, chunk: List[str]) -> None:
+        assert self._pool is not None
         try:
-            future = self._pools[worker].submit(_check_chunk, settings, list(enumerate(chunk)), self.hashed, self.roots)
+            future = self._pool.submit(_check_chunk, settings, list(enumerate(chunk)), self.hashed, self.roots)
         except RuntimeError:  # BrokenProcessPool (a RuntimeError), or a pool shut down
             self._broken.append((settings, chunk))
             self._break()
             return
-        self._out[future] = (worker, settings, chunk)
-        self._busy[worker] += 1
+        self._out[future] = (settings, chunk)
 
     def _collect(self, future: "Future") -> None:
         from concurrent.futures.process import BrokenProcessPool
@@ -439,8 +367,7 @@ class Stream:
         entry = self._out.pop(future, None)
         if entry is None:
             return  # collected already (by _break, while a batch of finished chunks was collected)
-        worker, settings, chunk = entry
-        self._busy[worker] -= 1
+        settings, chunk = entry
         try:
             outcomes = future.result()
         except BrokenProcessPool:
@@ -455,68 +382,38 @@ class Stream:
             self._done[chunk[i]] = outcome
 
     def _break(self) -> None:
-        """A worker died: what is out fails (or has finished), what waits is retried, and
-        every worker is stopped (as one pool breaks whole)."""
-        if self._pools is None:
+        """The pool is broken: what is out fails (or has finished), what waits is retried."""
+        if self._pool is None:
             return
-        pools, self._pools = self._pools, None
+        pool, self._pool = self._pool, None
         for future in list(self._out):
             self._collect(future)
         self._retry_waiting()
-        for pool in pools:
-            pool.shutdown(wait=True)
+        pool.shutdown(wait=True)
 
     def _retry_waiting(self) -> None:
-        """The files still waiting go to the retries (a worker died, or the stream was closed)."""
-        for files in [self._found] + self._lanes:
-            for n in range(len(files)):
-                if n == 0 or files[n].key != files[n - 1].key:
-                    self._broken.append((files[n].settings, []))
-                self._broken[-1][1].append(files[n].path)
-        self._found, self._lanes = [], [[] for _ in range(self.workers)]
-        self._lane_bytes = [0] * self.workers
+        """The files still waiting go to the retries (the pool is broken or closed)."""
+        self._broken.extend((settings, [p for p, _ in files]) for settings, files in self._waiting.values())
+        self._waiting.clear()
         self._bytes = 0
 
     def _finish(self) -> None:
         if not self._walked:
             self._walked = True
-            self._lanes = _lanes(self._found, self.workers)
-            self._lane_bytes = [sum(f.size for f in lane) for lane in self._lanes]
-            self._found = []
-        while self._pools is not None and (any(self._lanes) or self._out):
+            # the big files still waiting go first (longest first, as in LPT scheduling, so
+            # that none is left for the end), each settings' others after them in their order
+            waiting = self._waiting.items()
+            big = [(("big", k), (st, sorted((f for f in fs if f[1] >= BIG_FILE_BYTES), key=lambda f: -f[1])))
+                   for k, (st, fs) in waiting]
+            rest = [(("rest", k), (st, [f for f in fs if f[1] < BIG_FILE_BYTES])) for k, (st, fs) in waiting]
+            self._waiting = {k: v for k, v in big + rest if v[1]}
+        while self._pool is not None and (self._waiting or self._out):
             self._pump(block=True)
-        self._retry_waiting()  # (files left only when the stream was closed before the end)
+        self._retry_waiting()  # (files left only when the pool was closed before the end)
         while self._broken:
             settings, chunk = self._broken.pop(0)
             for i, outcome in _retried(settings, list(enumerate(chunk)), self.hashed, self.roots):
                 self._done[chunk[i]] = outcome
-
-
-def _chunk_length(files: List[_File], budget: int) -> int:
-    """How many files from the front of `files` make the next chunk: those of the first
-    one's settings that fit in `budget` bytes, at least one, at most MAX_CHUNK."""
-    if not files:
-        return 0
-    key, taken, n = files[0].key, files[0].size, 1
-    while n < len(files) and n < MAX_CHUNK and files[n].key == key and taken + files[n].size <= budget:
-        taken += files[n].size
-        n += 1
-    return n
-
-
-def _lanes(files: List[_File], workers: int) -> List[List[_File]]:
-    """`files` (in the walk's order) cut into `workers` contiguous runs of about equal bytes,
-    each with its big files first (biggest first, as in LPT scheduling), then its others in
-    their order."""
-    total = sum(f.size for f in files)
-    lanes: List[List[_File]] = [[] for _ in range(workers)]
-    seen = 0
-    for f in files:
-        lane = min(workers - 1, int(workers * (seen + f.size / 2) / total)) if total else 0
-        lanes[lane].append(f)
-        seen += f.size
-    return [sorted((f for f in lane if f.size >= BIG_FILE_BYTES), key=lambda f: -f.size)
-            + [f for f in lane if f.size < BIG_FILE_BYTES] for lane in lanes]
 
 
 def _chunks(items: List[Tuple[int, str]], workers: int) -> List[List[Tuple[int, str]]]:
@@ -532,19 +429,18 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
     pool of its own, and the files of a chunk that breaks that one too, one by one."""
     from concurrent.futures.process import BrokenProcessPool
 
-    if _PRESTARTED:  # prestart()'s workers: the files go to them as a stream would send them
-        yield from _check_streamed(items, settings, _PRESTARTED.pop(), hashed, roots)
-        return
     retry: List[List[Tuple[int, str]]] = []
-    _checker(settings, roots)  # built before the fork: forked workers inherit it instead of each loading the catalog
-    _freeze_setup()
-    try:
-        pool = _pool(workers)
-    except (OSError, ImportError, NotImplementedError):  # no semaphores here (some sandboxes)
-        checker = _checker(settings, roots)
-        for i, path in items:
-            yield i, check_one(checker, path, hashed)
-        return
+    pool = _PRESTARTED.pop() if _PRESTARTED else None
+    if pool is None:
+        _checker(settings, roots)  # built before the fork: forked workers inherit it instead of each loading the catalog
+        _freeze_setup()
+        try:
+            pool = _pool(workers)
+        except (OSError, ImportError, NotImplementedError):  # no semaphores here (some sandboxes)
+            checker = _checker(settings, roots)
+            for i, path in items:
+                yield i, check_one(checker, path, hashed)
+            return
     with pool:
         futures = [(chunk, pool.submit(_check_chunk, settings, chunk, hashed, roots)) for chunk in _chunks(items, workers)]
         for chunk, future in futures:
@@ -557,19 +453,6 @@ def _check_parallel(items: List[Tuple[int, str]], settings: Settings, workers: i
                     yield i, (_internal_error(path, exc), None, None)
     for chunk in retry:
         yield from _retried(settings, chunk, hashed, roots)
-
-
-def _check_streamed(items: List[Tuple[int, str]], settings: Settings, pools: List["ProcessPoolExecutor"],
-                    hashed: bool, roots: Sequence[str]) -> Iterable[Tuple[int, Outcome]]:
-    stream = Stream(pools, hashed, roots)
-    try:
-        for _, path in items:
-            stream.add(path, settings)
-        for i, path in items:
-            outcome = stream.outcome(path)
-            yield i, outcome if outcome is not None else check_one(_checker(settings, roots), path, hashed)  # (a path given twice)
-    finally:
-        stream.close()
 
 
 def _retried(settings: Settings, chunk: List[Tuple[int, str]], hashed: bool,

@@ -201,48 +201,23 @@ def test_prestarted_workers_build_the_checker_for_the_settings_given(tmp_path, m
     settings = Settings(select=("KV1",))
     runner.prestart(2, settings, [str(tmp_path)])
     try:
-        built = [pool.submit(_checkers_here).result() for pool in runner._PRESTARTED[0]]
+        built = runner._PRESTARTED[0].submit(_checkers_here).result()
     finally:
         runner.stop_prestarted()
-    assert built == [[(runner._settings_key(settings), [str(tmp_path)])]] * 2  # in each worker
+    assert built == [(runner._settings_key(settings), [str(tmp_path)])]
     runner.prestart(2)
     try:
-        assert [pool.submit(_checkers_here).result() for pool in runner._PRESTARTED[0]] == [[], []]
+        assert runner._PRESTARTED[0].submit(_checkers_here).result() == []
     finally:
         runner.stop_prestarted()
 
 
-def test_unused_prestarted_workers_are_stopped(tmp_path):
+def test_an_unused_prestarted_pool_is_stopped(tmp_path):
     runner.prestart(2)
-    pools = runner._PRESTARTED[0]
-    assert len(pools) == 2  # one pool per worker
-    processes = [p for pool in pools for p in pool._processes.values()]
+    pool = runner._PRESTARTED[0]
+    processes = list(pool._processes.values())
     runner.stop_prestarted()
     assert runner._PRESTARTED == [] and processes and not any(p.is_alive() for p in processes)
-
-
-@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
-def test_every_worker_is_forked_before_a_pool_thread_runs(monkeypatch):
-    """One pool per worker: each worker is forked while this process runs no thread of a
-    pool (forking with threads running can deadlock the child)."""
-    import threading
-
-    before = threading.active_count()
-    counts = []
-    real_fork = os.fork
-
-    def fork():
-        counts.append(threading.active_count())
-        return real_fork()
-
-    monkeypatch.setattr(os, "fork", fork)
-    runner.prestart(3)
-    try:
-        pools = runner._PRESTARTED[0]
-        assert [len(pool._processes) for pool in pools] == [1, 1, 1]
-    finally:
-        runner.stop_prestarted()
-    assert counts == [before] * 3
 
 
 def test_prestart_with_one_job_starts_nothing():
@@ -274,48 +249,31 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
 
 # -- the stream of a cold run: files go to the workers while the walk goes on --------------------
 class RecordingPool:
-    """Thread pools standing for the workers' process pools (`pools`: one single-thread pool
-    per worker): records each chunk sent, to which worker, and how many were out at that
-    moment. With a `gate` (a threading.Event), no chunk is checked before it is set: what is
-    sent during a walk then does not depend on the threads' timing; with `gates`, one Event
-    per worker."""
+    """A thread pool standing for the process pool: records each chunk sent and how many
+    were out at that moment. With a `gate` (a threading.Event), no chunk is checked before
+    it is set: what is sent during a walk then does not depend on the threads' timing."""
 
-    def __init__(self, workers=2, gate=None, gates=None):
+    def __init__(self, workers=2, gate=None):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.threads = [ThreadPoolExecutor(1) for _ in range(workers)]
-        self.pools = [_Worker(self, n) for n in range(workers)]
-        self.sizes, self.out, self.futures, self.chunks, self.to = [], [], [], [], []
-        self.out_of_worker = []  # at each chunk sent: the chunks of its worker not done, it included
-        self.shut = set()
-        self.gates = gates if gates is not None else [gate] * workers  # (`gates`: one per worker)
+        self.pool = ThreadPoolExecutor(workers)
+        self.sizes, self.out, self.futures, self.chunks = [], [], [], []
+        self.shut = False
+        self.gate = gate
 
-    def submit(self, worker, fn, settings, chunk, *rest):
+    def submit(self, fn, settings, chunk, *rest):
         self.sizes.append(len(chunk))
         self.chunks.append([path for _, path in chunk])
-        self.to.append(worker)
-        if self.gates[worker] is not None:
-            fn = _after(self.gates[worker], fn)
-        future = self.threads[worker].submit(fn, settings, chunk, *rest)
+        if self.gate is not None:
+            fn = _after(self.gate, fn)
+        future = self.pool.submit(fn, settings, chunk, *rest)
         self.out.append(sum(1 for f in self.futures if not f.done()) + 1)
-        self.out_of_worker.append(sum(1 for f, w in zip(self.futures, self.to) if w == worker and not f.done()) + 1)
         self.futures.append(future)
         return future
 
-    def chunks_of(self, worker):
-        return [c for c, w in zip(self.chunks, self.to) if w == worker]
-
-
-class _Worker:
-    def __init__(self, recording, n):
-        self.recording, self.n = recording, n
-
-    def submit(self, fn, *args):
-        return self.recording.submit(self.n, fn, *args)
-
     def shutdown(self, wait=True, cancel_futures=False):
-        self.recording.shut.add(self.n)
-        self.recording.threads[self.n].shutdown(wait=wait, cancel_futures=cancel_futures)
+        self.shut = True
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def _after(gate, fn):
@@ -327,7 +285,7 @@ def _after(gate, fn):
 
 def test_a_stream_gives_every_file_the_serial_outcome(tree):
     pool = RecordingPool()
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
     other = Settings(ignore=("KV103",))
     for n, path in enumerate(tree):
         stream.add(path, other if n % 4 == 0 else Settings())
@@ -341,7 +299,7 @@ def test_a_stream_gives_every_file_the_serial_outcome(tree):
     assert max(pool.out) <= 4  # at most two chunks per worker out at a time
     assert stream.outcome("never/added.py") is None
     stream.close()
-    assert pool.shut == {0, 1}
+    assert pool.shut
 
 
 def test_a_stream_ends_with_small_chunks(tmp_path):
@@ -353,7 +311,7 @@ def test_a_stream_ends_with_small_chunks(tmp_path):
 
     gate = threading.Event()  # no chunk ends during the walk: what goes out then is fixed
     pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
     sent_during_walk = []
     for path in paths:
         stream.add(path, Settings())
@@ -390,7 +348,7 @@ def test_a_cold_folder_run_streams_to_the_prestarted_workers(tree, tmp_path, cap
     monkeypatch.setattr(runner, "open_stream", lambda *a, **k: opened.append(real(*a, **k)) or opened[-1])
     assert main(["check", "--isolated", "--no-cache", "--jobs", "2", "--format", "concise", str(tmp_path)]) == 1
     streamed = capsys.readouterr().out
-    assert opened and opened[0] is not None and opened[0]._pools is None  # used, then closed
+    assert opened and opened[0] is not None and opened[0]._pool is None  # used, then closed
     assert main(["check", "--isolated", "--no-cache", "-j", "1", "--format", "concise", str(tmp_path)]) == 1
     assert capsys.readouterr().out == streamed
 
@@ -404,7 +362,7 @@ def test_a_big_file_goes_alone(tmp_path):
         p.write_text(CLEAN * (20000 if i in (30, 50) else 1))  # two files of ~340 KB
         paths.append(str(p))
     pool = RecordingPool()
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
     for path in paths:
         stream.add(path, Settings())
     results = runner.check_files(paths, Settings(), jobs=1, stream=stream)
@@ -419,14 +377,15 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
     import threading
 
     gate = threading.Event()
-    paths = []
+    paths, sizes = [], {}
     for i in range(80):
         p = tmp_path / f"g{i:02d}.py"
         repeat = {40: 8000, 70: 12000, 75: 9000}.get(i, 1)  # three files of 150-210 KB, found late
         p.write_text(CLEAN * repeat)
         paths.append(str(p))
+        sizes[str(p)] = p.stat().st_size
     pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
+    stream = runner.Stream(pool, 2, hashed=False, roots=())
     for path in paths:
         stream.add(path, Settings())
     during_walk = len(pool.chunks)
@@ -434,124 +393,6 @@ def test_after_the_walk_the_big_files_go_first(tmp_path):
     gate.set()
     runner.check_files(paths, Settings(), jobs=1, stream=stream)
     stream.close()
-    after = [(w, c) for n, (w, c) in enumerate(zip(pool.to, pool.chunks)) if n >= during_walk]
-    # the waiting files, cut in two runs of about equal bytes: 40 and 70 in the first, 75 in
-    # the second; each worker starts on its run's biggest, and a big file goes alone (40 goes
-    # to whichever worker is free first: the other may have taken it from the first run)
-    assert [c for w, c in after if w == 0][0] == [paths[70]]
-    assert [c for w, c in after if w == 1][0] == [paths[75]]
-    assert [c for c in pool.chunks if paths[40] in c] == [[paths[40]]]
-    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
-
-
-def test_near_the_end_a_worker_has_one_chunk_out(tmp_path, monkeypatch):
-    """Once little waits (ENDGAME_BYTES per worker), a worker is sent a chunk only when its
-    last one is done: a chunk waiting at a busy worker cannot be taken by an idle one."""
-    import threading
-
-    monkeypatch.setattr(runner, "ENDGAME_BYTES", 50 * len(CLEAN))  # the last 100 files of 400
-    gate = threading.Event()
-    paths = []
-    for i in range(400):
-        (tmp_path / f"e{i:03d}.py").write_text(CLEAN)
-        paths.append(str(tmp_path / f"e{i:03d}.py"))
-    pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
-    for path in paths:
-        stream.add(path, Settings())
-    gate.set()
-    runner.check_files(paths, Settings(), jobs=1, stream=stream)
-    stream.close()
-    sent = 0
-    for size, out in zip(pool.sizes, pool.out_of_worker):
-        if len(paths) - sent <= 100:  # (what waited before this chunk was sent)
-            assert out == 1
-        sent += size
-    assert max(pool.out_of_worker) == 2  # two, before
-    assert sum(pool.sizes) == len(paths)
-
-
-def _files(sizes, key="k"):
-    return [runner._File(key, Settings(), f"f{n:03d}.py", size) for n, size in enumerate(sizes)]
-
-
-def test_lanes_are_contiguous_runs_of_about_equal_bytes():
-    files = _files([100] * 20 + [70_000] + [100] * 39 + [80_000])  # 75,900 bytes, then 80,000
-    lanes = runner._lanes(files, 2)
-    assert [f.path for f in lanes[0]] == ["f020.py"] + [f"f{n:03d}.py" for n in range(60) if n != 20]  # big first
-    assert [f.path for f in lanes[1]] == ["f060.py"]
-    sizes = [1000 * (n % 7 + 1) for n in range(200)]
-    for workers in (1, 2, 3, 8):
-        lanes = runner._lanes(_files(sizes), workers)
-        assert sorted(f.path for lane in lanes for f in lane) == [f.path for f in _files(sizes)]
-        total = sum(sizes)
-        for lane in lanes:  # each a run of consecutive files, within one file of its share
-            numbers = sorted(int(f.path[1:4]) for f in lane)
-            assert numbers == list(range(numbers[0], numbers[-1] + 1))
-            assert abs(sum(f.size for f in lane) - total / workers) <= max(sizes)
-    assert runner._lanes([], 2) == [[], []]
-    assert runner._lanes(_files([0, 0, 0]), 2)[0] == _files([0, 0, 0])  # no bytes: one lane
-
-
-def test_each_worker_checks_its_own_run_of_the_walk(tmp_path):
-    """After the walk, worker 0 starts on the first half of what waits and worker 1 on the
-    second (the files of one folder, which import each other, are parsed in one process);
-    what a worker takes from another's run later is a piece of that run: no chunk holds files
-    of both halves, and none is sent twice."""
-    import threading
-
-    gate = threading.Event()
-    paths = []
-    for i in range(200):
-        (tmp_path / f"r{i:03d}.py").write_text(CLEAN)
-        paths.append(str(tmp_path / f"r{i:03d}.py"))
-    pool = RecordingPool(gate=gate)
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
-    for path in paths:
-        stream.add(path, Settings())
-    during_walk = len(pool.chunks)
-    waiting = paths[sum(pool.sizes):]  # the walk's chunks took the first files
-    gate.set()
-    runner.check_files(paths, Settings(), jobs=1, stream=stream)
-    stream.close()
-    halves = set(waiting[:len(waiting) // 2]), set(waiting[len(waiting) // 2:])
-    after = list(zip(pool.to, pool.chunks))[during_walk:]
-    for worker in (0, 1):
-        assert set(next(c for w, c in after if w == worker)) <= halves[worker]
-    assert all(set(c) <= halves[0] or set(c) <= halves[1] for _, c in after)
-    assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
-
-
-def test_a_worker_whose_run_is_done_takes_the_back_half_of_the_other(tmp_path):
-    import threading
-
-    slow, fast = threading.Event(), threading.Event()
-    paths = []
-    for i in range(120):
-        (tmp_path / f"s{i:03d}.py").write_text(CLEAN)
-        paths.append(str(tmp_path / f"s{i:03d}.py"))
-    pool = RecordingPool(gates=[slow, fast])  # worker 0 holds its chunks until `slow` is set
-    stream = runner.Stream(pool.pools, hashed=False, roots=())
-    for path in paths:
-        stream.add(path, Settings())
-    during_walk = len(pool.chunks)
-    waiting = paths[sum(pool.sizes):]
-    fast.set()
-    checked = threading.Thread(target=lambda: runner.check_files(paths, Settings(), jobs=1, stream=stream))
-    checked.start()
-    for _ in range(1000):  # until every file is sent: worker 0 is held, worker 1 takes them all
-        if sum(pool.sizes) == len(paths):
-            break
-        threading.Event().wait(0.01)
-    slow.set()
-    checked.join()
-    stream.close()
-    after = list(zip(pool.to, pool.chunks))[during_walk:]
-    assert {w for w, _ in after} == {1}  # worker 0 had its two chunks out all along
-    first, second = waiting[:len(waiting) // 2], waiting[len(waiting) // 2:]
-    sent = [p for _, c in after for p in c]
-    assert sent[:len(second)] == second  # its own run first, in order
-    stolen = sent[len(second):]
-    assert sorted(stolen) == first
-    assert stolen[0] >= first[len(first) // 2]  # then the back half of worker 0's run, first
+    after = pool.chunks[during_walk:]
+    assert after[:3] == [[paths[70]], [paths[75]], [paths[40]]]  # the biggest first, each alone
     assert sorted(p for c in pool.chunks for p in c) == sorted(paths)
