@@ -248,10 +248,21 @@ def test_cold_folders_heuristic(tmp_path, monkeypatch, argv, cache, expected):
 
 
 # -- the stream of a cold run: files go to the workers while the walk goes on --------------------
+@pytest.fixture(autouse=True)
+def _gates_released():
+    """A test that fails while a RecordingPool's gate is closed must not hang the run (its
+    threads would wait at the gate, and the interpreter waits for them at exit)."""
+    yield
+    while RecordingPool.gates_made:
+        RecordingPool.gates_made.pop().set()
+
+
 class RecordingPool:
     """A thread pool standing for the process pool: records each chunk sent and how many
     were out at that moment. With a `gate` (a threading.Event), no chunk is checked before
     it is set: what is sent during a walk then does not depend on the threads' timing."""
+
+    gates_made: list = []  # the gates of every recorder: released after each test
 
     def __init__(self, workers=2, gate=None):
         from concurrent.futures import ThreadPoolExecutor
@@ -260,6 +271,8 @@ class RecordingPool:
         self.sizes, self.out, self.futures, self.chunks = [], [], [], []
         self.shut = False
         self.gate = gate
+        if gate is not None:
+            RecordingPool.gates_made.append(gate)
 
     def submit(self, fn, settings, chunk, *rest):
         self.sizes.append(len(chunk))
