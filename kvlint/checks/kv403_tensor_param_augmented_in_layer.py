@@ -100,26 +100,16 @@ class AugmentedParameterStore:
         return None
 
 
-def signature_identifiers(data: bytes) -> Optional[Set[bytes]]:
-    """The identifiers between every `def name` of `data` and the parenthesis closing its
-    parameters (type parameters `[T]` included: a superset of the parameters), or None where
-    a signature cannot be read. A `def` whose name is not followed by a bracket is prose."""
-    out: Set[bytes] = set()
-    for span in signature_spans(data):
-        if span is None:
-            return None
-        out.update(_IDENTIFIER.findall(data, *span))
-    return out
-
-
 # a signature without brackets, strings or comments inside its parentheses (most are)
 _PLAIN_SIGNATURE = re.compile(rb"[ \t\r\n\f\\]*\([^#\"'()\[\]{}]*\)")
 
 
 def signature_spans(data: bytes) -> Iterator[Optional[Tuple[int, int]]]:
-    """The stretches of signature text (signature_identifiers reads their identifiers), the
-    strings and comments in them left out; None, and no more, at a signature it cannot
-    read."""
+    """The stretches of signature text between every `def name` of `data` and the
+    parenthesis closing its parameters (type parameters `[T]` included: their identifiers
+    are a superset of the parameters), the strings and comments in them left out; None, and
+    no more, at a signature it cannot read. A `def` whose name is not followed by a bracket
+    is prose."""
     size = len(data)
     for m in _DEF.finditer(data):
         i = start = m.end()
