@@ -16,7 +16,7 @@ from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase, is_test_path
 from kvlint.noqa import NoqaIndex
 from kvlint.settings import Settings
-from kvlint.source import ReadFailure, SourceFile, decode, file_stat, parse, read_file
+from kvlint.source import ReadFailure, SourceFile, decode, parse, read_file
 
 PARSE_ERROR = "KV000"
 
@@ -99,17 +99,14 @@ class Checker:
 
     # -- entry points -------------------------------------------------------------------
     def check_path(self, path: str) -> FileResult:
-        st, data, reason = read_file(path)
+        _, data, reason = read_file(path)
         if data is None:
             return self._failure(path, reason)
-        return self.check_bytes(path, data, stat=file_stat(st))
+        return self.check_bytes(path, data)
 
-    def check_bytes(self, path: str, data: bytes, prefilter: bool = True,
-                    stat: Optional[tuple] = None) -> FileResult:
+    def check_bytes(self, path: str, data: bytes, prefilter: bool = True) -> FileResult:
         """`prefilter=False` parses the file and runs every enabled rule whatever its bytes
-        (the pre-filter's property test compares both). `stat`: (size, mtime_ns, inode) of
-        the file these bytes were read from, if known: its parsed module is then kept for
-        the files that import it (Project.adopt)."""
+        (the pre-filter's property test compares both)."""
         if prefilter:
             lower: List[bytes] = []  # the lowercased bytes, made once for both levels
             if not self.rules:
@@ -131,7 +128,7 @@ class Checker:
         source = decode(path, data)
         if isinstance(source, ReadFailure):
             return self._failure(path, source.reason)
-        return self.check_source(source, rules, stat)
+        return self.check_source(source, rules)
 
     def rules_for(self, data: bytes, path: Optional[str] = None, lower: Optional[List[bytes]] = None,
                   found: Optional[object] = None) -> List[Rule]:
@@ -182,10 +179,8 @@ class Checker:
         rules = self.rules
         return [rules[n] for n in wanted]
 
-    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None,
-                     stat: Optional[tuple] = None) -> FileResult:
-        """`rules`: the rules to run (default: `rules_for(source.data)`); `stat`: as for
-        check_bytes."""
+    def check_source(self, source: SourceFile, rules: Optional[List[Rule]] = None) -> FileResult:
+        """`rules`: the rules to run (default: `rules_for(source.data)`)."""
         result = FileResult(source.path)
         try:
             tree = self.project.parsed_tree(source.path, source.data)  # parsed for an importer
@@ -218,8 +213,6 @@ class Checker:
         finally:
             own = os.path.abspath(source.path)
             result.dependencies = {p: h for p, h in self.project.end().items() if p != own}
-            if stat is not None:
-                self.project.adopt(source.path, source.data, ctx.values, stat)
         if findings or self.report_unused_noqa:
             noqa = NoqaIndex(source)
             if self.report_unused_noqa:  # KV900, before suppression: it needs every finding

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tupl
 from kvlint.analysis.findings import FileResult
 from kvlint.cache import Cache, digest
 from kvlint.settings import Settings
-from kvlint.source import file_stat, read_file
+from kvlint.source import read_file
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -158,7 +158,7 @@ def check_one(checker, path: str, hashed: bool = True) -> Outcome:
     st, data, reason = read_file(path)
     if data is None:
         return checker._failure(path, reason), None, None
-    result = checker.check_bytes(path, data, stat=file_stat(st))
+    result = checker.check_bytes(path, data)
     return result, st, digest(data) if hashed else None
 
 

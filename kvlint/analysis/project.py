@@ -31,7 +31,6 @@ from kvlint.analysis.module import ModuleIndex
 from kvlint.source import ReadFailure, decode, file_stat, parse
 
 MAX_MODULES = 96  # parsed modules kept per process (an ast is ~100x its source in memory)
-MAX_ADOPTED = 24  # of which checked files kept for a later importer (evicted first)
 MAX_MODULE_BYTES = 2 * 2 ** 20
 MAX_REEXPORT_DEPTH = 4
 # top-level names never looked for in the project (the standard library and the frameworks
@@ -226,8 +225,6 @@ class Project:
         self._imported_memo: Dict[tuple, tuple] = {}
         self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
-        self._adopted: List[str] = []  # adopt(): checked files kept, oldest first
-        self._used: set = set()  # every module load() has handed out (adopt() keeps those)
 
     def add_roots(self, roots: Iterable[str]) -> None:
         for r in roots:
@@ -255,24 +252,6 @@ class Project:
         while len(self._modules) > MAX_MODULES:
             self._modules.popitem(last=False)
         return touched
-
-    def adopt(self, path: str, data: bytes, tracer, stat: Optional[tuple]) -> None:
-        """Keep the tracer (tree and index) of a file just checked as that module, so that a
-        file checked later in this process that imports it does not parse it again (a third
-        of the modules parsed on demand in cann-recipes-infer + vllm-ascend had been checked
-        before in the same process). `stat`: (size, mtime_ns, inode) of the bytes checked.
-        At most MAX_ADOPTED are kept, the oldest dropped first; one an importer has used is a
-        loaded module like any other."""
-        path = os.path.abspath(path)
-        if stat is None or stat[0] > MAX_MODULE_BYTES or path in self._modules:
-            return
-        self._modules[path] = _Loaded(path, data, tracer, stat)
-        self._modules.move_to_end(path, last=False)  # evicted before the modules importers used
-        self._adopted.append(path)
-        while len(self._adopted) > MAX_ADOPTED:
-            old = self._adopted.pop(0)
-            if old in self._modules and old not in self._used:
-                del self._modules[old]
 
     # -- finding modules --------------------------------------------------------------------
     def search_roots(self, importer: str) -> List[str]:
@@ -386,7 +365,6 @@ class Project:
         self._modules[path] = loaded
         self._modules.move_to_end(path)
         self._fresh.add(path)
-        self._used.add(path)
         if loaded is None:
             failed = self._unparsable.get(path)
             if failed is not None:  # its bytes decided the answer too: an edit that fixes it must
