@@ -27,8 +27,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from kvlint.analysis.context import HeuristicNames
-from kvlint.settings import Settings, code_matches
+from kvlint.settings import HeuristicNames, Settings, code_matches
 
 if sys.version_info >= (3, 11):
     import tomllib

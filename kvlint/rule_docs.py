@@ -39,7 +39,7 @@ def heuristic_options(info: RuleInfo) -> List[str]:
 
 def heuristics_section(keys: List[str]) -> List[str]:
     """The Options text for heuristic words: where they go, with the built-in words."""
-    from kvlint.analysis.context import HeuristicNames
+    from kvlint.settings import HeuristicNames
 
     defaults = HeuristicNames()
     lines = ["The words the heuristics read; the values you give are added to the built-in ones. They",

@@ -1,4 +1,4 @@
-"""Resolved settings for one run: which codes are on, severities, heuristic names.
+"""Resolved settings for one run: which codes are on, severities, the heuristics' names.
 
 Built from the command line and `[tool.kvlint]` in pyproject.toml (kvlint/config.py).
 """
@@ -7,7 +7,46 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Tuple
 
-from kvlint.analysis.context import HeuristicNames
+
+@dataclass(frozen=True)
+class HeuristicNames:
+    """The words the heuristics look for; `[tool.kvlint]` can extend them."""
+
+    # FUNCTION_NAME_PHASE: a function whose name contains one of these words runs that phase.
+    prefill_function_words: Tuple[str, ...] = ("prefill", "prompt", "context_encode")
+    decode_function_words: Tuple[str, ...] = ("decode", "decoding", "incre", "generate_step")
+    # PAST_CONTEXT_FUNCTION: a function computing attention of new tokens over the cached
+    # prefix (chunked prefill context): every key is in the past, so no phase is implied.
+    past_context_function_words: Tuple[str, ...] = (
+        "prefill_context", "prefix", "chunked_context", "past_context", "history",
+    )
+    # BRANCH_FLAG_PHASE: a boolean flag naming the phase (`if is_prefill:`, `if attn_metadata.is_decode`).
+    prefill_flags: Tuple[str, ...] = ("is_prefill", "prefill", "is_prompt", "is_context", "in_prefill")
+    decode_flags: Tuple[str, ...] = ("is_decode", "decode", "is_decoding", "in_decode")
+    # BRANCH_ENUM_STATE: `attn_state == AscendAttentionState.PrefillNoCache` is prefill,
+    # `== ...DecodeOnly` decode (also `in (...)`, `!=`, `not in`); the member's name decides.
+    # ChunkedPrefill / PrefillCacheHit mix both phases in one batch (no phase).
+    prefill_states: Tuple[str, ...] = ("PrefillNoCache", "PrefillOnly", "Prefill", "PREFILL", "PREFILL_NO_CACHE")
+    decode_states: Tuple[str, ...] = ("DecodeOnly", "Decode", "DECODE", "DECODE_ONLY", "SpecDecoding")
+    # BRANCH_QUERY_LENGTH: `q_len == 1` is decode, `q_len > 1` is prefill.
+    query_length_names: Tuple[str, ...] = (
+        "q_len", "seq_len", "q_seq_len", "query_len", "seqlen", "s_q", "q_s", "num_tokens_per_req",
+        "qlen", "query_length", "seq_length", "max_query_len", "max_q_len", "max_seqlen_q",
+    )
+    # LAYER_CLASS: classes whose methods are one layer of the model (KV401).
+    layer_class_words: Tuple[str, ...] = ("Attention", "Attn", "Layer", "Decoder", "MLA", "Block", "Indexer")
+    # ...unless the name also says it builds or holds metadata rather than being a layer.
+    not_layer_class_words: Tuple[str, ...] = (
+        "Builder", "Metadata", "Runner", "Manager", "Table", "Config", "Test", "Backend", "Mask",
+    )
+    # PER_LAYER_LOOP: `for layer in self.layers:` and the like.
+    layer_loop_words: Tuple[str, ...] = ("layers", "layer_list", "blocks", "decoder_layers", "h")
+    # KV_LENGTH_NAMES: runner-owned length/slot tensors that layers must only read (KV401).
+    kv_length_names: Tuple[str, ...] = (
+        "kv_len", "kv_lens", "seq_len", "seq_lens", "seqlens", "context_lens", "actual_seq_lengths",
+        "actual_seq_lengths_kv", "actual_seq_lengths_q", "actual_seq_qlen", "actual_seq_kvlen",
+        "slot_mapping", "slot_mappings", "kv_seq_len", "kv_lengths", "seq_lens_list",
+    )
 
 
 def code_matches(code: str, patterns: Iterable[str]) -> bool:

@@ -2,9 +2,9 @@
 rules report must match, reads must not (or the pre-filter saves nothing)."""
 import pytest
 
-from kvlint.analysis.context import HeuristicNames
-from kvlint.helpers.lengths import kv_length_update_pattern, kv_length_write_pattern
 from kvlint.checks.kv301_block_table_not_int32 import BLOCK_TABLE_WRITE
+from kvlint.helpers.lengths import kv_length_update_pattern, kv_length_write_pattern
+from kvlint.settings import HeuristicNames
 
 WRITE = kv_length_write_pattern(HeuristicNames())
 UPDATE = kv_length_update_pattern(HeuristicNames())

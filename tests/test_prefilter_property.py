@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from kvlint.analysis.context import HeuristicNames
 from kvlint.engine import Checker
-from kvlint.settings import Settings
+from kvlint.settings import HeuristicNames, Settings
 from test_property import calls, modules, values
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,8 @@ import re
 from functools import lru_cache
 from typing import List, Optional
 
-from kvlint.analysis.context import AnyOf, HeuristicNames, LowercasePattern
+from kvlint.analysis.context import AnyOf, LowercasePattern
+from kvlint.settings import HeuristicNames
 
 # The in-place tensor methods KV401 treats as a write of the tensor they are called on.
 INPLACE_METHODS = frozenset({
