@@ -119,6 +119,35 @@ def test_code_fingerprint_covers_sources_and_rules_data():
     assert len(fp) == 32 and fp == cache_module.code_fingerprint()
 
 
+def test_files_fingerprint_changes_with_an_edit_a_touch_or_a_new_file(tmp_path):
+    pkg, data = tmp_path / "pkg", tmp_path / "rules"
+    (pkg / "sub").mkdir(parents=True)
+    data.mkdir()
+    (pkg / "a.py").write_text("x = 1\n")
+    (pkg / "sub" / "b.py").write_text("y = 2\n")
+    (data / "ops.toml").write_text("[a]\n")
+    roots = (str(pkg), str(data))
+
+    def fp():
+        return cache_module.files_fingerprint("head", roots)
+
+    first = fp()
+    assert fp() == first and len(first) == 32
+    assert cache_module.files_fingerprint("other head", roots) != first
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "a.py").write_text("compiled\n")  # never part of it
+    (pkg / "notes.txt").write_text("not code\n")
+    assert fp() == first
+    (pkg / "sub" / "b.py").write_text("y = 3\n")  # an edit of the same size: its mtime moves
+    os.utime(pkg / "sub" / "b.py", ns=(1, 1))
+    edited = fp()
+    assert edited != first
+    os.utime(pkg / "sub" / "b.py", ns=(2, 2))  # a touch
+    assert fp() != edited
+    (data / "new.json").write_text("{}")
+    assert len({first, edited, fp()}) == 3
+
+
 @pytest.mark.parametrize("garbage", [b"", b"{", b"\xff\xfe", b"[1, 2]", b'{"format": 1, "files": []}',
                                      b'{"format": 1, "files": {"x": 1}}'])
 def test_corrupt_cache_is_ignored(files, tmp_path, counted, garbage):
