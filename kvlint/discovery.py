@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 SKIP_DIRS = frozenset({
@@ -70,42 +71,53 @@ def _walk(root: str, gitignore: Optional["GitIgnore"]) -> Iterator[str]:
     `os.scandir` per folder tells each entry's kind and whether it is a link without a
     system call per entry; a virtualenv (a `pyvenv.cfg` file) is seen in its own listing, and
     skipped whole, instead of with a stat per sub-folder. A folder that cannot be listed is
-    skipped, as os.walk does; a linked folder is never entered."""
-    pending = [root]
+    skipped, as os.walk does; a linked folder is never entered. Each folder's absolute path
+    is made from its parent's (one `abspath` per walk, not one per folder)."""
+    pending = [(root, os.path.abspath(root))]
     while pending:
-        dirpath = pending.pop()
+        dirpath, absolute = pending.pop()
         try:
             with os.scandir(dirpath) as listing:
-                entries = list(listing)
+                entries = sorted(listing, key=_NAME)
         except OSError:
             continue
         folders: List["os.DirEntry[str]"] = []
         files: List["os.DirEntry[str]"] = []
+        names = []
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 is_dir = False
             (folders if is_dir else files).append(entry)
-        if dirpath is not root and any(e.name == "pyvenv.cfg" and _is_file(e) for e in files):
+            names.append(entry.name)
+        if dirpath is not root and "pyvenv.cfg" in names and any(
+                e.name == "pyvenv.cfg" and _is_file(e) for e in files):
             continue  # a virtualenv
-        ignored = gitignore.entries_of(dirpath, root, [e.name for e in folders + files]) if gitignore else None
-        for entry in sorted(files, key=_name):
+        sources = [e for e in files if e.name.endswith(_PYTHON_SUFFIXES)]
+        subfolders = [e for e in folders if e.name not in SKIP_DIRS and not e.name.endswith(".egg-info")
+                      and not _is_link(e)]
+        if not sources and not subfolders:
+            continue  # nothing here for the .gitignore files to decide
+        ignored = gitignore.entries_of(dirpath, root, names, absolute) if gitignore else None
+        inside = os.path.join(dirpath, "")  # + name: os.path.join(dirpath, name), made once
+        for entry in sources:
             name = entry.name
-            if name.endswith(".py") or name.endswith(".pyi"):
-                full = os.path.join(dirpath, name)
-                if _is_link(entry) and not _inside(os.path.realpath(full), root):
-                    continue  # never follow a link out of the given root
-                if ignored and ignored(name, False):
-                    continue
-                yield os.path.normpath(full)
-        pending.extend(os.path.join(dirpath, e.name) for e in sorted(folders, key=_name, reverse=True)
-                       if e.name not in SKIP_DIRS and not e.name.endswith(".egg-info")
-                       and not _is_link(e) and not (ignored and ignored(e.name, True)))
+            full = inside + name
+            if _is_link(entry) and not _inside(os.path.realpath(full), root):
+                continue  # never follow a link out of the given root
+            if ignored and ignored(name, False):
+                continue
+            yield os.path.normpath(full)
+        absolute_inside = os.path.join(absolute, "")
+        for entry in reversed(subfolders):
+            name = entry.name
+            if not (ignored and ignored(name, True)):
+                pending.append((inside + name, absolute_inside + name))
 
 
-def _name(entry: "os.DirEntry[str]") -> str:
-    return entry.name
+_NAME = attrgetter("name")
+_PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def _is_file(entry: "os.DirEntry[str]") -> bool:
@@ -194,16 +206,33 @@ class _PreCheck:
             return True
         parts = rel.split("/")
         last = len(parts) - 1
-        seen = self._seen
-        for i, part in enumerate(parts):
-            key = (part, i < last)
-            hit = seen.get(key)
-            if hit is None:
-                hit = seen[key] = bool(self.anywhere is not None and self.anywhere.fullmatch(part)
-                                       or i < last and self.folders is not None and self.folders.fullmatch(part))
-            if hit:
-                return True
-        return False
+        return any(self._component(part, i < last) for i, part in enumerate(parts))
+
+    def folder_hit(self, prefix: str) -> bool:
+        """`match`'s verdict from the folder part of a path alone (`prefix`: a relative folder
+        ending with `/`, or "" for the spec's own folder): True when one of its components
+        already decides, whatever the entry (then `entry` is not asked)."""
+        return "\n" in prefix or any(self._component(part, True) for part in prefix.split("/")[:-1])
+
+    def entry(self, prefix: str, name: str, is_dir: bool) -> bool:
+        """`match(prefix + name + ("/" if is_dir else ""))` when `folder_hit(prefix)` is False:
+        only the entry's own component (and the empty one after a folder's `/`) and the
+        patterns with a slash are left to test."""
+        if "\n" in name:
+            return True
+        if self.other is not None and self.other.match(prefix + name + "/" if is_dir else prefix + name):
+            return True
+        return self._component(name, is_dir) or is_dir and self._component("", False)
+
+    def _component(self, part: str, inner: bool) -> bool:
+        """Whether a pattern without a slash matches the path component `part` (`inner`: one
+        followed by `/`, which folder patterns match too), each (part, inner) decided once."""
+        key = (part, inner)
+        hit = self._seen.get(key)
+        if hit is None:
+            hit = self._seen[key] = bool(self.anywhere is not None and self.anywhere.fullmatch(part)
+                                         or inner and self.folders is not None and self.folders.fullmatch(part))
+        return hit
 
 
 class GitIgnore:
@@ -217,6 +246,7 @@ class GitIgnore:
         # folder -> the names of its entries, when the walk has listed it: a `.git` or a
         # `.gitignore` that is not among them is not looked for on disk
         self._listed: Dict[str, frozenset] = {}
+        self._absolute: Dict[str, str] = {}  # walked folder -> its absolute path
 
     def repo_root(self, folder: str) -> Optional[str]:
         if folder not in self._roots:
@@ -257,32 +287,40 @@ class GitIgnore:
         self._chains[folder] = inherited + (((folder,) + own,) if own else ())
         return self._chains[folder]
 
-    def entries_of(self, folder: str, walk_root: str, names: Optional[Iterable[str]] = None):
+    def entries_of(self, folder: str, walk_root: str, names: Optional[Iterable[str]] = None,
+                   absolute: Optional[str] = None):
         """`ignored(name, is_dir)` for the entries of `folder` (a name without a separator):
         whether git would ignore `folder/name`, the deepest `.gitignore` with a matching
         pattern deciding, with the folder's chain and relative paths made once for all its
         entries instead of once per entry; None when no `.gitignore` applies there. `names`:
         every entry of the folder (the walk's listing), so that an absent `.git` or
-        `.gitignore` costs no system call. Together, two thirds less time for the `.gitignore`
-        decisions of the walk of cann-recipes-infer + vllm-ascend."""
-        full = os.path.abspath(folder)
+        `.gitignore` costs no system call; `absolute`: `folder`'s absolute path, when the
+        caller knows it. Together, two thirds less time for the `.gitignore` decisions of the
+        walk of cann-recipes-infer + vllm-ascend."""
+        full = absolute if absolute is not None else os.path.abspath(folder)
         if names is not None:
             self._listed[full] = frozenset(names)
-        top = self.repo_root(full) or os.path.abspath(walk_root)
+        top = self.repo_root(full)
+        if top is None:
+            top = self._absolute.get(walk_root)
+            if top is None:
+                top = self._absolute[walk_root] = os.path.abspath(walk_root)
         specs = []
         for base, spec, anything in self.chain(full, top):
             rel = full[len(base):].lstrip(os.sep).replace(os.sep, "/")
-            specs.append((rel + "/" if rel else "", spec, anything))
+            prefix = rel + "/" if rel else ""
+            # a component of the folder's own path that a pattern matches: every entry goes
+            # to the spec (else only what the entry itself adds can match)
+            specs.append((prefix, spec, None if anything is None or anything.folder_hit(prefix) else anything))
         if not specs:
             return None
 
         def ignored(name: str, is_dir: bool) -> bool:
             verdict = False
             for prefix, spec, anything in specs:
-                rel = prefix + name + ("/" if is_dir else "")
-                if anything is not None and not anything.match(rel):
+                if anything is not None and not anything.entry(prefix, name, is_dir):
                     continue  # no pattern of this file matches (one regex, not one per line)
-                include = spec.check_file(rel).include
+                include = spec.check_file(prefix + name + "/" if is_dir else prefix + name).include
                 if include is not None:
                     verdict = include
             return verdict

@@ -26,6 +26,21 @@ def test_precheck_never_skips_a_matching_path(lines, parts, is_dir):
         assert precheck is None or precheck.match(rel)
 
 
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=6),
+       folder=st.lists(st.sampled_from(NAMES + ["a\nb"]), max_size=3), name=st.sampled_from(NAMES + ["", "x\ny"]),
+       is_dir=st.booleans())
+def test_the_folder_and_entry_split_gives_match_s_verdict(lines, folder, name, is_dir):
+    """entries_of asks `folder_hit` once per folder, then `entry` per entry: together the
+    same verdict as `match` on the whole path."""
+    precheck = _any_pattern(pathspec.GitIgnoreSpec.from_lines(lines))
+    if precheck is None:
+        return
+    prefix = "".join(part + "/" for part in folder)
+    whole = precheck.match(prefix + name + ("/" if is_dir else ""))
+    assert (precheck.folder_hit(prefix) or precheck.entry(prefix, name, is_dir)) == whole
+
+
 def test_precheck_skips_what_nothing_matches():
     spec = pathspec.GitIgnoreSpec.from_lines(["build/", "*.pyc", "docs/_build/", "/site"])
     precheck = _any_pattern(spec)
