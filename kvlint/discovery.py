@@ -195,7 +195,7 @@ class _PreCheck:
     component, each distinct component once; the other patterns as one regex over `rel`.
     Only a `False` is trusted (the spec decides a `True`)."""
 
-    def __init__(self, anywhere, folders, other):
+    def __init__(self, anywhere, folders, other) -> None:
         self.anywhere, self.folders, self.other = anywhere, folders, other
         self._seen: Dict[Tuple[str, bool], bool] = {}
 
@@ -240,7 +240,7 @@ class GitIgnore:
     the repository root (or the walked folder outside a repository) down, each `.gitignore`
     read once."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._chains: Dict[str, tuple] = {}  # folder -> ((base, spec, any-pattern regex), ...)
         self._roots: Dict[str, Optional[str]] = {}  # folder -> repository root or None
         # folder -> the names of its entries, when the walk has listed it: a `.git` or a
