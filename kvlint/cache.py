@@ -55,7 +55,7 @@ def code_fingerprint() -> str:
     """kvlint's version, the Python version, and where and as what its own .py files and the
     rules/ data are: their folders and each file's relative path, size and mtime (an edit, a
     reinstall or a checkout changes one; reading and hashing their contents instead took
-    17 ms of each cached run)."""
+    12 ms of each cached run, their stats take 5)."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
         from kvlint.data import data_dir
