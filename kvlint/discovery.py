@@ -200,26 +200,25 @@ class _PreCheck:
         self._seen: Dict[Tuple[str, bool], bool] = {}
 
     def match(self, rel: str) -> bool:
-        if "\n" in rel:
-            return True  # `.` in pathspec's regexes stops at a newline: let the spec decide
-        if self.other is not None and self.other.match(rel):
-            return True
-        parts = rel.split("/")
-        last = len(parts) - 1
-        return any(self._component(part, i < last) for i, part in enumerate(parts))
+        """Can any pattern match `rel` (a folder's ends with `/`)? `folder_hit` of its folder
+        part, then `entry` of its last component: what `entries_of` asks in two steps."""
+        is_dir = rel.endswith("/")
+        head, _, name = (rel[:-1] if is_dir else rel).rpartition("/")
+        prefix = head + "/" if head else ""
+        return self.folder_hit(prefix) or self.entry(prefix, name, is_dir)
 
     def folder_hit(self, prefix: str) -> bool:
-        """`match`'s verdict from the folder part of a path alone (`prefix`: a relative folder
-        ending with `/`, or "" for the spec's own folder): True when one of its components
-        already decides, whatever the entry (then `entry` is not asked)."""
+        """Whether the folder part of a path alone lets a pattern match (`prefix`: a relative
+        folder ending with `/`, or "" for the spec's own folder): True when one of its
+        components does, whatever the entry (then `entry` is not asked)."""
         return "\n" in prefix or any(self._component(part, True) for part in prefix.split("/")[:-1])
 
     def entry(self, prefix: str, name: str, is_dir: bool) -> bool:
-        """`match(prefix + name + ("/" if is_dir else ""))` when `folder_hit(prefix)` is False:
-        only the entry's own component (and the empty one after a folder's `/`) and the
-        patterns with a slash are left to test."""
+        """Whether a pattern can match `prefix + name` (+ `/` for a folder) when
+        `folder_hit(prefix)` is False: only the entry's own component (and the empty one after
+        a folder's `/`) and the patterns with a slash are left to test."""
         if "\n" in name:
-            return True
+            return True  # `.` in pathspec's regexes stops at a newline: let the spec decide
         if self.other is not None and self.other.match(prefix + name + "/" if is_dir else prefix + name):
             return True
         return self._component(name, is_dir) or is_dir and self._component("", False)

@@ -26,19 +26,34 @@ def test_precheck_never_skips_a_matching_path(lines, parts, is_dir):
         assert precheck is None or precheck.match(rel)
 
 
+def reference_match(precheck, rel: str) -> bool:
+    """What `_PreCheck.match` reads, written the obvious way: the patterns with a slash over
+    the whole path, then each component (folder patterns only for one followed by `/`)."""
+    if "\n" in rel:
+        return True
+    if precheck.other is not None and precheck.other.match(rel):
+        return True
+    parts = rel.split("/")
+    return any(precheck.anywhere is not None and precheck.anywhere.fullmatch(part)
+               or i < len(parts) - 1 and precheck.folders is not None and precheck.folders.fullmatch(part)
+               for i, part in enumerate(parts))
+
+
 @settings(max_examples=300, deadline=None)
 @given(lines=st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=6),
-       folder=st.lists(st.sampled_from(NAMES + ["a\nb"]), max_size=3), name=st.sampled_from(NAMES + ["", "x\ny"]),
+       folder=st.lists(st.sampled_from(NAMES + ["a\nb", ""]), max_size=3), name=st.sampled_from(NAMES + ["", "x\ny"]),
        is_dir=st.booleans())
-def test_the_folder_and_entry_split_gives_match_s_verdict(lines, folder, name, is_dir):
-    """entries_of asks `folder_hit` once per folder, then `entry` per entry: together the
-    same verdict as `match` on the whole path."""
+def test_the_folder_and_entry_split_gives_the_whole_path_s_verdict(lines, folder, name, is_dir):
+    """entries_of asks `folder_hit` once per folder, then `entry` per entry (and `match` is
+    the two): together the verdict of reading the whole path component by component."""
     precheck = _any_pattern(pathspec.GitIgnoreSpec.from_lines(lines))
     if precheck is None:
         return
     prefix = "".join(part + "/" for part in folder)
-    whole = precheck.match(prefix + name + ("/" if is_dir else ""))
+    rel = prefix + name + ("/" if is_dir else "")
+    whole = reference_match(precheck, rel)
     assert (precheck.folder_hit(prefix) or precheck.entry(prefix, name, is_dir)) == whole
+    assert precheck.match(rel) == whole
 
 
 def test_precheck_skips_what_nothing_matches():
