@@ -245,7 +245,6 @@ class GitIgnore:
         # folder -> the names of its entries, when the walk has listed it: a `.git` or a
         # `.gitignore` that is not among them is not looked for on disk
         self._listed: Dict[str, frozenset] = {}
-        self._absolute: Dict[str, str] = {}  # walked folder -> its absolute path
 
     def repo_root(self, folder: str) -> Optional[str]:
         if folder not in self._roots:
@@ -299,11 +298,7 @@ class GitIgnore:
         full = absolute if absolute is not None else os.path.abspath(folder)
         if names is not None:
             self._listed[full] = frozenset(names)
-        top = self.repo_root(full)
-        if top is None:
-            top = self._absolute.get(walk_root)
-            if top is None:
-                top = self._absolute[walk_root] = os.path.abspath(walk_root)
+        top = self.repo_root(full) or os.path.abspath(walk_root)
         specs = []
         for base, spec, anything in self.chain(full, top):
             rel = full[len(base):].lstrip(os.sep).replace(os.sep, "/")
