@@ -13,11 +13,12 @@ the current folder (or `--cache-dir`), mapping each checked file's absolute path
 
 The cache file's name hashes kvlint's version, its own source files and the rules/ data (their
 folders, and each file's path, size and mtime), the Python version (the `ast` differs between
-versions) and the settings, so a code, data or setting change starts a new cache. A stat key is trusted only when the file's mtime is at
-least two seconds older than the check (a file written in the same clock tick as it was read
-keeps only its hash, as git does for racy entries). Concurrent runs are safe: the file is
-replaced atomically (temp file + os.replace); a corrupt or foreign file is ignored; the last
-writer wins. Results with an internal error or a read failure are never cached.
+versions) and the settings, so a code, data or setting change starts a new cache. A stat key
+is trusted only when the file's mtime is at least two seconds older than the check (a file
+written in the same clock tick as it was read keeps only its hash, as git does for racy
+entries). Concurrent runs are safe: the file is replaced atomically (temp file + os.replace);
+a corrupt or foreign file is ignored; the last writer wins. Results with an internal error or
+a read failure are never cached.
 """
 from __future__ import annotations
 

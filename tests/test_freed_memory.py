@@ -1,6 +1,7 @@
 """runner._keep_freed_memory: after it, a block the size of a file's tables that is freed and
 allocated again reuses the same memory instead of a fresh mapping the kernel must zero (glibc's
 malloc; other allocators ignore the call). Counted in page faults, in a fresh interpreter."""
+import os
 import platform
 import subprocess
 import sys
@@ -23,8 +24,6 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def _faults(keep: bool) -> int:
-    import os
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", PROBE.format(root=root, keep=keep)],
                          capture_output=True, text=True, check=True)
