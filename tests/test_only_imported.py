@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.project import Project, only_imported
 from kvlint.analysis.values import ValueTracer
+from kvlint.engine import Checker
+from kvlint.settings import Settings
 from kvlint.source import ReadFailure, decode, parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,12 +49,37 @@ def truth(data: bytes, word: str):
 def check_sound(data: bytes, word: str) -> None:
     answer = only_imported(data, word)
     if answer is None:
+        check_sound_classes(data, word)
         return
     t = truth(data, word)
     if t is None:
         return  # a module that does not parse answers nothing: any answer is the same
     bound, froms = t
     assert not bound, (data, word)
+    assert froms <= set(answer), (data, word, answer, froms)
+    assert only_imported(data, word, classes=True) == answer  # allowing classes allows more
+
+
+def check_sound_classes(data: bytes, word: str) -> None:
+    """With `classes`: whenever it answers, the parse binds `word` at module level by class
+    statements only (a ClassDef or nothing: no function, no assignment), and each `from`
+    import binding it is listed."""
+    answer = only_imported(data, word, classes=True)
+    if answer is None:
+        return
+    source = decode("m.py", data)
+    if isinstance(source, ReadFailure):
+        return
+    try:
+        tree = parse(source)
+    except (SyntaxError, ValueError):
+        return
+    tracer = ValueTracer(ModuleIndex(source, tree))
+    d = tracer.definitions().get(word)
+    assert d is None or isinstance(d, ast.ClassDef), (data, word)
+    assert not tracer.assignments(tree).get(word), (data, word)
+    froms = {(n.level or 0, n.module or "", a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+             for a in n.names if (a.asname or a.name) == word}
     assert froms <= set(answer), (data, word, answer, froms)
 
 
@@ -141,6 +168,37 @@ def test_answers_the_forms_that_only_read_it(text):
     check_sound(data, "W")
 
 
+@pytest.mark.parametrize("text", [
+    "class W(Base):\n    pass\nW(1)\n",
+    "class W:\n    pass\n",
+    "@dataclass\nclass  W  :\n    x: int = 0\n",
+    "class \\\n  W(\n  Base):\n    pass\n",
+    "def f():\n    class W:\n        pass\n    return W()\n",
+    "# the class W: a comment\nx = 1\n",
+])
+def test_classes_answers_class_statements(text):
+    data = text.encode()
+    assert only_imported(data, "W") is None  # a definition: refused without `classes`
+    assert only_imported(data, "W", classes=True) == ()
+    check_sound_classes(data, "W")
+
+
+@pytest.mark.parametrize("text", [
+    "class W:\n    pass\ndef W():\n    pass\n",
+    "class W:\n    pass\nW = make(W)\n",
+    "class W:\n    pass\nasync def W():\n    pass\n",
+    "class W[T]:\n    pass\n",  # a generic class (3.12): not read as a class statement
+    "myclass W:\n",
+])
+def test_classes_refuses_functions_and_assignments(text):
+    assert only_imported(text.encode(), "W", classes=True) is None
+
+
+def test_classes_lists_an_import_of_the_name():
+    data = b"from .impl import W\nx = W(1)\n"
+    assert only_imported(data, "W", classes=True) == ((1, "impl", "W"),)
+
+
 FRAGMENTS = ["W", "W", "W", "from m import ", "from . import ", "import ", " as ", "def ", "class ", " = ", ": ",
              ":= ", ", ", "(", ")", "[", "]", ".", "\n", "\n    ", "\\\n", "for ", " in ", "#", "'", '"', '"""',
              "x", "f", "isinstance", "1", "if ", "pass", ";", "*"]
@@ -210,3 +268,99 @@ def test_project_answers_the_same_with_and_without_the_shortcut(tmp_path):
     assert slow["outside"][2] == ["pkg/outside.py"]
     assert fast["bound"][0] and fast["inner"][0] and fast["sub"][0]
     assert fast["pkg2"] == slow["pkg2"] and fast["pkg2"][2] == ["pkg2/__init__.py"]
+
+
+# -- Project: a name that can only be a class is not looked for where a function is wanted ----
+
+CLASS_LAYOUT = {
+    "pkg/__init__.py": "",
+    # makes operator calls (so the bytes pre-screen passes it), binds Indexer as a class only
+    "pkg/models.py": textwrap.dedent("""
+        import torch_npu
+
+        class Indexer:
+            def forward(self, q, k, v):
+                return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8, scale=0.1)
+    """),
+    # an adapter: forwards its mask to the operator
+    "pkg/ops.py": textwrap.dedent("""
+        import torch_npu
+
+        def fia(q, k, v, mask):
+            return torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=8, scale=0.1,
+                                                             atten_mask=mask, sparse_mode=3)
+    """),
+}
+CLASS_USER = textwrap.dedent("""
+    import torch
+    from pkg.models import Indexer
+    from pkg.ops import fia
+
+    def run(q, k, v):
+        idx = Indexer()
+        mask = torch.ones(2048, 2048).float()
+        return idx, fia(q, k, v, mask)
+""")
+
+
+def _check_class_user(tmp_path, shortcut: bool):
+    for rel, text in CLASS_LAYOUT.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    use = tmp_path / "use.py"
+    use.write_text(CLASS_USER)
+    checker = Checker(Settings(), roots=[str(tmp_path)])
+    if not shortcut:
+        checker.project._class_at_most = lambda *a: False
+    result = checker.check_bytes(str(use), use.read_bytes(), prefilter=False)  # (no operator name in it)
+    parsed = sorted(os.path.relpath(p, tmp_path) for p, m in checker.project._modules.items() if m is not None)
+    deps = sorted(os.path.relpath(p, tmp_path) for p in result.dependencies)
+    return [(f.code, f.line, f.message) for f in result.findings], deps, parsed
+
+
+def test_a_class_is_not_parsed_for_an_adapter_call(tmp_path):
+    fast, slow = _check_class_user(tmp_path, True), _check_class_user(tmp_path, False)
+    assert fast[0] == slow[0] and any(code == "KV205" for code, _, _ in fast[0])  # the adapter's mask
+    assert fast[1] == slow[1] == ["pkg/models.py", "pkg/ops.py"]  # both recorded for the cache
+    assert fast[2] == ["pkg/ops.py"]  # models.py not parsed
+    assert slow[2] == ["pkg/models.py", "pkg/ops.py"]
+
+
+@pytest.mark.parametrize("extra", [
+    "\ndef Indexer():\n    return None\n",
+    "\nIndexer = make()\n",
+    "\nfrom .ops import fia as Indexer\n",  # a re-export of a function
+])
+def test_a_name_that_may_be_a_function_is_parsed(tmp_path, extra):
+    kept = dict(CLASS_LAYOUT)
+    try:
+        CLASS_LAYOUT["pkg/models.py"] += extra
+        fast, slow = _check_class_user(tmp_path, True), _check_class_user(tmp_path, False)
+    finally:
+        CLASS_LAYOUT.clear()
+        CLASS_LAYOUT.update(kept)
+    assert "pkg/models.py" in fast[2]
+    assert fast == slow
+    # the question itself (other paths of a check may parse the module anyway)
+    project = Project([str(tmp_path)])
+    source = decode(str(tmp_path / "use.py"), CLASS_USER.encode())
+    tracer = ValueTracer(ModuleIndex(source, parse(source)), project)
+    project.begin(tracer)
+    assert not project._class_at_most(tracer, "Indexer", re.compile(rb"npu_fused_infer_attention_score"))
+    assert not project._modules  # nothing parsed to answer it
+
+
+def test_the_question_skips_only_a_class(tmp_path):
+    _check_class_user(tmp_path, True)  # writes the layout
+    project = Project([str(tmp_path)])
+    source = decode(str(tmp_path / "use.py"), CLASS_USER.encode())
+    tracer = ValueTracer(ModuleIndex(source, parse(source)), project)
+    project.begin(tracer)
+    words = re.compile(rb"npu_fused_infer_attention_score")
+    assert project.imported_definition(tracer, "Indexer", words, functions_only=True) is None
+    assert not project._modules and sorted(os.path.relpath(p, tmp_path) for p in project.end()) == ["pkg/models.py"]
+    project.begin(tracer)
+    found = project.imported_definition(tracer, "Indexer", words)  # a class is what a parse finds
+    assert isinstance(found[1], ast.ClassDef)
+    assert not project._class_at_most(tracer, "fia", words)  # a function: parsed

@@ -74,11 +74,13 @@ _QUOTES = frozenset(b"'\"")
 _BLANKS = b" \t\\\r\n\f"
 
 
-def only_imported(data: bytes, word: str) -> Optional[Tuple[Tuple[int, str, str], ...]]:
+def only_imported(data: bytes, word: str, classes: bool = False) -> Optional[Tuple[Tuple[int, str, str], ...]]:
     """When the module's text shows that no statement of it defines `word` (`def`, `class`)
     or binds it as a plain name (`=`, annotated, `:=`, `for`, tuples included), the
     (level, module, name) of each `from module import name [as word]` written in it (empty
-    when none); else None (only a parse can tell).
+    when none); else None (only a parse can tell). With `classes`, `class word` followed
+    by `(` or `:` is allowed too (the name may then be a class, never a function or a
+    value).
 
     Each whole-word occurrence of `word` must be one of: an attribute name (after `.`),
     string text (after a quote), a name followed by `(`, `.` or `[` (not after `def` or
@@ -130,6 +132,8 @@ def only_imported(data: bytes, word: str) -> Optional[Tuple[Tuple[int, str, str]
             continue
         if p and data[p - 1] in b".'\"":
             continue
+        if classes and _is_class_statement(data, p, len(encoded)):
+            continue
         after = _READ_AFTER.match(data, p + len(encoded))
         if after is None:
             return None
@@ -147,6 +151,20 @@ def only_imported(data: bytes, word: str) -> Optional[Tuple[Tuple[int, str, str]
         if re.search(rb"(?:^|\W)(?:def|class)$", head):
             return None
     return tuple(imports)
+
+
+_CLASS_HEAD = re.compile(rb"(?:^|\W)class$")
+_CLASS_TAIL = re.compile(rb"[ \t]*(?:\\\r?\n[ \t]*)*[(:]")
+
+
+def _is_class_statement(data: bytes, p: int, size: int) -> bool:
+    """Whether the name at `p` is the one a `class` statement binds (`class Name(` or
+    `class Name:`, blanks and continuation lines between)."""
+    q = p
+    while q and data[q - 1] in _BLANKS:
+        q -= 1
+    return _CLASS_HEAD.search(data, max(0, q - 6), q) is not None and \
+        _CLASS_TAIL.match(data, p + size) is not None
 
 
 def _import_entries(statement: bytes, word: str, out: List[Tuple[int, str, str]]) -> bool:
@@ -497,8 +515,13 @@ class Project:
         self.touched[path] = _info_digest(info)
         return True
 
-    def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None):
-        """(tracer, FunctionDef/ClassDef) that `name`, imported in `tracer`'s module, is."""
+    def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None,
+                            functions_only: bool = False):
+        """(tracer, FunctionDef/ClassDef) that `name`, imported in `tracer`'s module, is.
+        `functions_only`: the caller wants a function and takes anything else for None;
+        then a module whose text shows the name can only be a class there is not parsed."""
+        if functions_only and words is not None and self._class_at_most(tracer, name, words):
+            return None
         hit = self._imported(tracer, name, words=words)
         if hit is None or hit[1] is None:
             return None
@@ -513,6 +536,37 @@ class Project:
             if found is not None:
                 return found
         return None
+
+    def _class_at_most(self, tracer, name: str, words: Pattern[bytes]) -> bool:
+        """Whether `from module import name` in `tracer`'s module stands for a class or for
+        nothing, as the text of the module (not parsed yet, and holding `words`) shows:
+        `name` is bound there by `class` statements only, never imported, assigned or
+        defined by `def` (`only_imported(..., classes=True)` answers no import). Then the
+        module's definition of it is a class or absent, and it re-exports nothing by that
+        name, so a parse could only find a class, no value, or the submodule `module.name`
+        (which `imported_definition` answers None for). The module's bytes are recorded in
+        `touched` (an edit may make it a function)."""
+        entry = tracer.index.from_imports.get(name)
+        if entry is None:
+            return False
+        level, module, original = entry
+        if not (module or level):
+            return False
+        path = self.find_module(tracer.index.source.path, module, level)
+        if path is None:
+            return False
+        path = os.path.abspath(path)
+        if path in self._modules or not self.mentions(path, words):
+            return False  # parsed already (no cost), or not loaded for these words anyway
+        info = self._bytes_info[path]
+        memo = info.setdefault("class_at_most", {})
+        entries = memo.get(original, False)
+        if entries is False:
+            entries = memo[original] = only_imported(info["data"], original, classes=True)
+        if entries != ():
+            return False
+        self.touched[path] = _info_digest(info)
+        return True
 
     def imported_values(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> List[ast.expr]:
         """Module-level values of a constant imported into `tracer`'s module (with `words`:

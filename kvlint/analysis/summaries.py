@@ -254,7 +254,7 @@ class AdapterResolver:
         found = None
         words = self.operator_words
         if isinstance(f, ast.Name):
-            found = tracer.definition(f, call, words)
+            found = tracer.definition(f, call, words, functions_only=True)
             if found is not None and isinstance(found[1], FunctionNode):
                 return self._for(found[0]), found[1], False
             return None

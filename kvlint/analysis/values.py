@@ -349,10 +349,13 @@ class ValueTracer:
         return any(p.arg == name for p in params)
 
     # -- definitions across modules ---------------------------------------------------------
-    def definition(self, expr: ast.expr, at: ast.AST, words=None) -> Optional[Tuple["ValueTracer", ast.AST]]:
+    def definition(self, expr: ast.expr, at: ast.AST, words=None,
+                   functions_only: bool = False) -> Optional[Tuple["ValueTracer", ast.AST]]:
         """The function or class a name or `module.name` stands for: this module's own, or
         one imported from a module of the checked project (followed through re-exports;
-        with `words`, a bytes regex, only from a module whose bytes match it)."""
+        with `words`, a bytes regex, only from a module whose bytes match it).
+        `functions_only`: the caller takes anything but a function for None (an imported
+        name that can only be a class is then not looked for, Project.imported_definition)."""
         if isinstance(expr, ast.Name):
             func = self.index.enclosing_function(at) if self.owns(at) else None
             if func is not None and (self.assigned(func, expr.id) or self.is_parameter(expr.id, func)):
@@ -361,7 +364,7 @@ class ValueTracer:
             if d is not None:
                 return self, d
             if self.project is not None:
-                return self.project.imported_definition(self, expr.id, words)
+                return self.project.imported_definition(self, expr.id, words, functions_only)
             return None
         if isinstance(expr, ast.Attribute) and self.project is not None:
             dotted = dotted_name(expr.value)
