@@ -220,6 +220,30 @@ def test_an_unused_prestarted_pool_is_stopped(tmp_path):
     assert runner._PRESTARTED == [] and processes and not any(p.is_alive() for p in processes)
 
 
+MAIN_LOADS = """
+import sys
+from kvlint.cli import main
+code = main(["check", "--no-cache", "--jobs", "2", sys.argv[1]])
+print("loaded:", sorted(m for m in ("kvlint.catalog", "kvlint.checks", "kvlint.engine") if m in sys.modules))
+sys.exit(code)
+"""
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+def test_a_cold_parallel_run_loads_no_rules_in_the_main_process(tree):
+    """The prestarted workers load the catalog and the rules; the main process, which only
+    walks and writes the report, never does (it forks them before it would: runner.prestart)."""
+    import subprocess
+    import sys
+
+    folder = os.path.dirname(tree[0])
+    done = subprocess.run([sys.executable, "-c", MAIN_LOADS, folder], capture_output=True, text=True,
+                          cwd=folder, timeout=120)
+    assert done.returncode == 1, done.stderr  # findings: the workers checked the files
+    assert "KV103" in done.stdout
+    assert done.stdout.splitlines()[-1] == "loaded: []"
+
+
 def test_prestart_with_one_job_starts_nothing():
     runner.prestart(1)
     assert runner._PRESTARTED == []
