@@ -14,9 +14,10 @@ in the order of the input paths whatever the scheduling.
 - `prestart(jobs)`: a cold run (no cache) starts its workers before discovery and
   configuration; each loads the catalog and imports the rules itself while this process
   walks (this process needs neither: a text or JSON report is written from the findings),
-  and the first parallel batch uses them (`stop_prestarted()` ends them if none does). `open_stream()` turns them into a Stream: `kvlint check` adds each
-  file as the walk finds it, so the workers start checking before the walk ends, and the
-  last chunks are small so that they end together.
+  and the first parallel batch uses them (`stop_prestarted()` ends them if none does).
+  `open_stream()` turns them into a Stream: `kvlint check` adds each file as the walk finds
+  it, so the workers start checking before the walk ends, and the last chunks are small so
+  that they end together.
 """
 from __future__ import annotations
 
@@ -161,9 +162,9 @@ def _worker_init() -> None:  # a spawned worker (no fork) starts with the defaul
 
 
 def _worker_warm(settings: Optional[Settings] = None, roots: Sequence[str] = ()) -> None:
-    """A prestarted worker: the catalog and the rules are loaded (inherited from the process
-    that forked it, else loaded now); with `settings`, the Checker for them is built now
-    (while the walk finds the first files), else on the first chunk, then frozen."""
+    """A prestarted worker: the catalog and the rules are loaded now (`prestart` forks it
+    before they are loaded); with `settings`, the Checker for them is built now (while the
+    walk finds the first files), else on the first chunk, then frozen."""
     _worker_init()
     _load_setup()
     if settings is not None:
@@ -245,9 +246,9 @@ def prestart(jobs: Optional[int] = None, settings: Optional[Settings] = None, ro
     first, they were shared, but the fork came about 100 ms later and this process, which
     never uses them, spent about 120 ms more CPU; a cold run on cann-recipes-infer and
     vllm-ascend took 0.924x and 0.910x the time without it (medians of 15 and 12 alternated
-    rounds). Does nothing with `jobs` 1 or where no
-    pool can be made; the first `_check_parallel` or `open_stream` takes the pool,
-    `stop_prestarted()` ends it if none did."""
+    rounds). Does nothing with `jobs` 1 or where no pool can be made; the first
+    `_check_parallel` or `open_stream` takes the pool, `stop_prestarted()` ends it if none
+    did."""
     jobs = _job_count(jobs)
     if jobs < 2 or _PRESTARTED:
         return

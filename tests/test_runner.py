@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -233,9 +235,6 @@ sys.exit(code)
 def test_a_cold_parallel_run_loads_no_rules_in_the_main_process(tree):
     """The prestarted workers load the catalog and the rules; the main process, which only
     walks and writes the report, never does (it forks them before it would: runner.prestart)."""
-    import subprocess
-    import sys
-
     folder = os.path.dirname(tree[0])
     done = subprocess.run([sys.executable, "-c", MAIN_LOADS, folder], capture_output=True, text=True,
                           cwd=folder, timeout=120)
