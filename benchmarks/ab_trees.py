@@ -24,14 +24,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from bench_static import Run, run_once  # noqa: E402
+from bench_static import Run, compile_kvlint, kvlint_env, run_once  # noqa: E402
 
 
 def summary(runs: Dict[str, List[Run]], pairs: Sequence[Sequence[str]]) -> List[str]:
@@ -65,12 +65,6 @@ def worktree(commit: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def kvlint_env(tree: str) -> Dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = tree
-    return env
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("paths", nargs="+", metavar="PATH")
@@ -89,24 +83,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.jobs is not None:
         kvlint += ["--jobs", str(args.jobs)]
     ruff = [args.ruff, "check", "--no-cache", "--isolated", *args.paths] if args.ruff else None
-    with worktree(args.base) as base_tree:
-        new_ctx = worktree(args.new) if args.new else None
-        new_tree = new_ctx.__enter__() if new_ctx is not None else REPO
-        try:
-            for tree in (base_tree, new_tree):
-                subprocess.run([args.python, "-m", "compileall", "-q", os.path.join(tree, "kvlint")],
-                               stdout=subprocess.DEVNULL)
-            commands = [("base", kvlint, kvlint_env(base_tree)), ("new", kvlint, kvlint_env(new_tree))]
-            if ruff is not None:
-                commands.append(("ruff", ruff, None))
-            runs: Dict[str, List[Run]] = {name: [] for name, _, _ in commands}
-            for k in range(args.rounds):
-                order = commands if k % 2 == 0 else commands[::-1]  # ABC CBA ...
-                for name, argv_, env in order:
-                    runs[name].append(run_once(name, argv_, env))
-        finally:
-            if new_ctx is not None:
-                new_ctx.__exit__(None, None, None)
+    with ExitStack() as trees:
+        base_tree = trees.enter_context(worktree(args.base))
+        new_tree = trees.enter_context(worktree(args.new)) if args.new else REPO
+        commands = [("base", kvlint, kvlint_env(base_tree)), ("new", kvlint, kvlint_env(new_tree))]
+        for tree, (_, _, env) in zip((base_tree, new_tree), commands):
+            compile_kvlint(args.python, tree, env)
+        if ruff is not None:
+            commands.append(("ruff", ruff, None))
+        runs: Dict[str, List[Run]] = {name: [] for name, _, _ in commands}
+        for k in range(args.rounds):
+            order = commands if k % 2 == 0 else commands[::-1]  # ABC CBA ...
+            for name, argv_, env in order:
+                runs[name].append(run_once(name, argv_, env))
     print(f"base {args.base}, new {args.new or 'the working tree'}; {' '.join(args.paths)}")
     for line in summary(runs, [("new", "base"), ("base", "ruff"), ("new", "ruff")]):
         print(line)

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -54,6 +54,20 @@ class Run:
     cpu: float
     max_rss_mb: float
     status: int
+
+
+def kvlint_env(tree: str) -> Dict[str, str]:
+    """This environment with `tree`'s kvlint first on PYTHONPATH."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = tree + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def compile_kvlint(python: str, tree: str, env: Dict[str, str]) -> None:
+    """`tree`'s kvlint bytecode, as an installed package has it (written next to the
+    sources, in the git-ignored __pycache__ folders), so that no timed run compiles it."""
+    subprocess.run([python, "-m", "compileall", "-q", os.path.join(tree, "kvlint")],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
 
 
 def run_once(name: str, argv: List[str], env=None) -> Run:
@@ -232,12 +246,8 @@ def main(argv=None) -> int:
     if not args.paths and not args.targets:
         parser.error("give corpus folders, or --targets ECO")
 
-    env = dict(os.environ)
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    # kvlint's bytecode, as an installed package has it (written next to the sources, in
-    # the git-ignored __pycache__ folders)
-    subprocess.run([args.python, "-m", "compileall", "-q", os.path.join(REPO, "kvlint")],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    env = kvlint_env(REPO)
+    compile_kvlint(args.python, REPO, env)
     if args.targets:
         return targets(args.targets, args, env)
     bench(args.paths, args, env)
