@@ -109,6 +109,29 @@ def test_kv401_per_layer_free_functions_are_told_apart_by_their_caches(collect):
     assert collect(lambda: run(1, True)) == ["KV401"]
 
 
+def test_kv401_a_new_tensor_with_a_dead_ones_id_and_address_is_not_a_mutation(monkeypatch, collect):
+    """A runner that builds its block table afresh may get a freed table's id and data pointer
+    back (CPython and the allocator both reuse them): a new layer reading the new table at another
+    version is not a mutation between layers (a CI run once saw this KV401 in the padded call of
+    test_block_ids_small_and_big_tables). Reuse is forced: every object gets one id, the second
+    table is a new tensor on the first one's storage."""
+    from kvlint.runtime.families.kvlen import contracts
+    monkeypatch.setattr(contracts, "id", lambda obj: 0, raising=False)  # what an id-keyed state would see
+    q, lens = torch.randn(2, 1, 64).to(H), torch.tensor([130, 130])
+    first = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    second = torch.empty(0, dtype=torch.int32).set_(first.untyped_storage(), 0, (2, 3), (3, 1))
+    second[:, -1] = 5
+    assert second.data_ptr() == first.data_ptr() and second._version != first._version
+
+    def attend(table):
+        cache = torch.randn(6, 128, 32).to(H)  # a new layer: its own cache
+        torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, num_key_value_heads=2, scale=0.25,
+                                                  input_layout="BSH", block_table=table, block_size=128,
+                                                  actual_seq_lengths_kv=lens)
+    assert collect(lambda: attend(first)) == []
+    assert collect(lambda: attend(second)) == []
+
+
 def test_paged_values_are_read_once_per_step_and_again_after_a_change(monkeypatch, collect):
     """The layers of a step pass the same table and lengths: read once; an in-place change, a
     new tensor or a dead tensor's reused id are read again."""

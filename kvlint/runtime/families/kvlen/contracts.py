@@ -1,15 +1,18 @@
 """kv_len discipline (KV401): the length / slot / table tensors a forward step passes to its
 layers must not change between layers. Reads version counters only (no values, no sync).
 
-A step is inferred: each (operator, argument) remembers the tensor it last saw (identity, data
-pointer, `_version`) and which layers saw that version. A layer is identified by its own KV cache
-(the data pointer of the cache argument named in rules/facts/kvlen.toml [tracked_layer]: no frame
-walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a layer again means a new step began (the runner
-may advance kv_len between steps); a new version seen by a layer that has not yet run in this
-step means the tensor was mutated between two layers of one step."""
+A step is inferred: each (operator, argument) remembers the tensor it last saw (a weak
+reference, so that a new tensor reusing a dead one's id is never taken for it; its data pointer
+and `_version`) and which layers saw that version. A layer is identified by its own KV cache
+(the data pointer of the cache argument named in rules/facts/kvlen.toml [tracked_layer]: no
+frame walk), else by the nearest calling `torch.nn.Module`, else by the call site. Seeing a
+layer again means a new step began (the runner may advance kv_len between steps); a new
+version seen by a layer that has not yet run in this step means the tensor was mutated between
+two layers of one step."""
 from __future__ import annotations
 
 import threading
+import weakref
 
 import torch
 
@@ -18,17 +21,21 @@ from kvlint.runtime import callsite  # noqa: F401 - read by the generated kv_len
 from kvlint.runtime.call import Call
 from kvlint.runtime.registry import contract
 
-# (operator, argument, scheme) -> [id, data pointer, version, layers] of the tensor last seen
-# (id None: none yet). Made at import for every tracked argument and updated in place, so each
-# operator's generated discipline holds its own states (no key hashed per call).
+# (operator, argument, scheme) -> [weak reference, data pointer, version, layers] of the tensor
+# last seen (_nothing_seen: none yet). Made at import for every tracked argument and updated in
+# place, so each operator's generated discipline holds its own states (no key hashed per call).
 _state: dict = {}
 _lock = threading.Lock()
+
+
+def _nothing_seen():  # the weak reference of 'no tensor seen yet' (dereferences to None, like a dead one)
+    return None
 
 
 def reset() -> None:
     with _lock:
         for state in _state.values():
-            state[:] = [None, None, None, set()]
+            state[:] = [_nothing_seen, None, None, set()]
 
 
 # Inference tensors (made under torch.inference_mode) have no version counter: readable ones
@@ -52,8 +59,8 @@ def _observe(key, tensor: torch.Tensor, layer, version, pointer):
     argument, scheme) `key`; return (old, new) version when it was mutated in place since an
     earlier layer of the same step. The caller holds _lock."""
     state = _state[key]
-    if state[0] != id(tensor) or state[1] != pointer:  # identity and pointer; no reference kept
-        state[:] = [id(tensor), pointer, version, {layer}]
+    if state[0]() is not tensor or state[1] != pointer:  # identity (no strong reference kept) and pointer
+        state[:] = [weakref.ref(tensor), pointer, version, {layer}]
         return None
     layers = state[3]
     if version == state[2]:
@@ -112,8 +119,8 @@ def _discipline(name: str):
               "    try:"]
     for i, key in enumerate(keys):
         cells[f"_cache_key{i}"], cells[f"_frame_key{i}"] = key + ("cache",), key + ("frame",)
-        cells[f"_cache_state{i}"] = _state.setdefault(key + ("cache",), [None, None, None, set()])
-        cells[f"_frame_state{i}"] = _state.setdefault(key + ("frame",), [None, None, None, set()])
+        cells[f"_cache_state{i}"] = _state.setdefault(key + ("cache",), [_nothing_seen, None, None, set()])
+        cells[f"_frame_state{i}"] = _state.setdefault(key + ("frame",), [_nothing_seen, None, None, set()])
         if cache_arg is None:
             layer_of = "0"
         else:
@@ -147,7 +154,7 @@ def _discipline(name: str):
             f"                state = _cache_state{i} if by_cache else _frame_state{i}",
             "                if pointer is None:",
             f"                    pointer = t{i}.data_ptr()",
-            f"                if state[2] == version and state[0] == id(t{i}) and state[1] == pointer:",
+            f"                if state[2] == version and state[0]() is t{i} and state[1] == pointer:",
             "                    layers = state[3]  # _observe's unchanged case, inline (every layer of a step)",
             "                    if layer in layers:",
             "                        layers.clear()  # a new step, unchanged tensor",
