@@ -123,13 +123,16 @@ def test_kv401_a_new_tensor_with_a_dead_ones_id_and_address_is_not_a_mutation(mo
     second[:, -1] = 5
     assert second.data_ptr() == first.data_ptr() and second._version != first._version
 
-    def attend(table):
-        cache = torch.randn(6, 128, 32).to(H)  # a new layer: its own cache
+    # two layers, each with its own cache, both alive (a freed cache's address given to the next
+    # one would make the second call the first layer again: a new step, whatever the state holds)
+    caches = [torch.randn(6, 128, 32).to(H) for _ in range(2)]
+
+    def attend(table, cache):
         torch_npu.npu_fused_infer_attention_score(q, cache, cache, num_heads=4, num_key_value_heads=2, scale=0.25,
                                                   input_layout="BSH", block_table=table, block_size=128,
                                                   actual_seq_lengths_kv=lens)
-    assert collect(lambda: attend(first)) == []
-    assert collect(lambda: attend(second)) == []
+    assert collect(lambda: attend(first, caches[0])) == []
+    assert collect(lambda: attend(second, caches[1])) == []
 
 
 def test_paged_values_are_read_once_per_step_and_again_after_a_change(monkeypatch, collect):
