@@ -32,10 +32,15 @@ def _nothing_seen():  # the weak reference of 'no tensor seen yet' (dereferences
     return None
 
 
+def _unseen() -> list:
+    """A state before any tensor: nothing seen, no pointer, no version, no layer."""
+    return [_nothing_seen, None, None, set()]
+
+
 def reset() -> None:
     with _lock:
         for state in _state.values():
-            state[:] = [_nothing_seen, None, None, set()]
+            state[:] = _unseen()
 
 
 # Inference tensors (made under torch.inference_mode) have no version counter: readable ones
@@ -119,8 +124,8 @@ def _discipline(name: str):
               "    try:"]
     for i, key in enumerate(keys):
         cells[f"_cache_key{i}"], cells[f"_frame_key{i}"] = key + ("cache",), key + ("frame",)
-        cells[f"_cache_state{i}"] = _state.setdefault(key + ("cache",), [_nothing_seen, None, None, set()])
-        cells[f"_frame_state{i}"] = _state.setdefault(key + ("frame",), [_nothing_seen, None, None, set()])
+        cells[f"_cache_state{i}"] = _state.setdefault(key + ("cache",), _unseen())
+        cells[f"_frame_state{i}"] = _state.setdefault(key + ("frame",), _unseen())
         if cache_arg is None:
             layer_of = "0"
         else:
