@@ -14,7 +14,7 @@ from kvlint.analysis.project import Project
 from kvlint.catalog import Catalog, load_catalog
 from kvlint.checks import FileContext, Rule, all_rules
 from kvlint.checks.base import NoCase, is_test_path
-from kvlint.noqa import NoqaIndex
+from kvlint.noqa import NoqaIndex, may_suppress
 from kvlint.settings import Settings
 from kvlint.source import ReadFailure, SourceFile, decode, parse, read_file
 
@@ -213,7 +213,7 @@ class Checker:
         finally:
             own = os.path.abspath(source.path)
             result.dependencies = {p: h for p, h in self.project.end().items() if p != own}
-        if findings or self.report_unused_noqa:
+        if self.report_unused_noqa or (findings and may_suppress(source, findings)):
             noqa = NoqaIndex(source)
             if self.report_unused_noqa:  # KV900, before suppression: it needs every finding
                 findings += self._unused_noqa(noqa, findings, source)
