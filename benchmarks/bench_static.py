@@ -64,10 +64,14 @@ def kvlint_env(tree: str) -> Dict[str, str]:
 
 
 def compile_kvlint(python: str, tree: str, env: Dict[str, str]) -> None:
-    """`tree`'s kvlint bytecode, as an installed package has it (written next to the
-    sources, in the git-ignored __pycache__ folders), so that no timed run compiles it."""
+    """`tree`'s kvlint bytecode and rules/ snapshots (kvlint.toml_snapshot), as an installed
+    package has them after its first run (written next to the sources, in the git-ignored
+    __pycache__ folders), so that no timed run compiles or writes them."""
     subprocess.run([python, "-m", "compileall", "-q", os.path.join(tree, "kvlint")],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    writing = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([python, "-c", "import kvlint.catalog as c; c.load_catalog()"], cwd=tree,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=writing)
 
 
 def run_once(name: str, argv: List[str], env=None) -> Run:

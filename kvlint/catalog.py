@@ -6,17 +6,12 @@ This is the one place that reads `rules/`: the analyzer, the runtime guard, the 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
-
+from kvlint import toml_snapshot
 from kvlint.data import data_dir  # noqa: F401 (kvlint.catalog.data_dir, as before)
 from kvlint.facts import Facts, load_facts
 
@@ -116,8 +111,10 @@ class Catalog:
         self._names = frozenset(o.name for o in self.operators)
         self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}
-        for path in sorted((self.root / "codes").glob("KV*.toml")):
-            info = self._rule(path)
+        codes = self.root / "codes"
+        snapshot = toml_snapshot.default_snapshot(codes, "KV*.toml")
+        for path, table in toml_snapshot.read_tables(codes, "KV*.toml", snapshot):
+            info = self._rule(path, table)
             self.rules[info.code] = info
 
     @staticmethod
@@ -130,8 +127,7 @@ class Catalog:
                         o["schema"], o.get("source", ""))
 
     @staticmethod
-    def _rule(path: Path) -> RuleInfo:
-        d = tomllib.loads(path.read_text(encoding="utf-8"))
+    def _rule(path: Path, d: Dict[str, Any]) -> RuleInfo:
         if d.get("code") != path.stem:
             raise ValueError(f"{path}: code {d.get('code')!r} does not match the file name")
         known = {"code", "name", "severity", "summary", "fix", "checked", "what", "why", "example",

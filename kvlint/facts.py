@@ -16,17 +16,13 @@ Typed views:
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10 only
-    import tomli as tomllib
+from kvlint import toml_snapshot
 
 Shape = Tuple[int, ...]
 
@@ -283,8 +279,7 @@ def read_tables(folder: Path) -> Dict[str, Any]:
     """Every top-level table of `folder/*.toml`, merged; a table in two files is an error."""
     merged: Dict[str, Any] = {}
     origin: Dict[str, str] = {}
-    for path in sorted(folder.glob("*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    for path, data in toml_snapshot.read_tables(folder, "*.toml", toml_snapshot.default_snapshot(folder, "*.toml")):
         for key, value in data.items():
             if key in merged:
                 raise ValueError(f"{path.name}: table [{key}] is also defined in {origin[key]}")
