@@ -11,6 +11,8 @@ gets a new time). Where it cannot be read or written (a read-only installation, 
 marshal cannot hold) the files are parsed as without one; like bytecode, it is read but not
 written under `PYTHONDONTWRITEBYTECODE`.
 Only the installed `rules/` folders get a snapshot; any other folder (a test's) is parsed.
+Like bytecode that `compileall` wrote for a file pip did not record, `pip uninstall` leaves
+the two snapshots (and so `kvlint/__pycache__/`) behind.
 """
 from __future__ import annotations
 
