@@ -28,12 +28,12 @@ import json
 import os
 import stat as stat_module
 import sys
-import tempfile
 import time
 from typing import Dict, Optional, Tuple
 
 from kvlint import __version__
 from kvlint.analysis.findings import Edit, FileResult, Finding, Fix
+from kvlint.atomic import replace_file
 from kvlint.settings import Settings
 
 DEFAULT_DIR = ".kvlint_cache"
@@ -212,15 +212,9 @@ class Cache:
         try:
             os.makedirs(self.directory, exist_ok=True)
             _mark_cache_dir(self.directory)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"format": FORMAT, "kvlint": __version__, "files": self._entries}, fh,
+            text = json.dumps({"format": FORMAT, "kvlint": __version__, "files": self._entries},
                               separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                _unlink(tmp)
-                raise
+            replace_file(self.path, text.encode("utf-8"), prefix=".tmp-", suffix=".json")
             self._dirty = False
             self._prune()
         except OSError as exc:

@@ -23,12 +23,12 @@ import ast
 import difflib
 import os
 import stat
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from kvlint.analysis.findings import Edit, FileResult, Finding, Fix
+from kvlint.atomic import replace_file
 from kvlint.source import SourceFile
 
 MAX_ROUNDS = 10
@@ -198,26 +198,11 @@ def write_atomic(path: str, text: str, encoding: str) -> None:
     """Write through a temporary file in the same folder and os.replace, keeping the mode.
     `newline=""`-style: the text already holds its own line endings."""
     data = _encode(text, encoding)
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        mode: Optional[int] = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
         mode = None
-    fd, tmp = tempfile.mkstemp(prefix=".kvlint-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(path, data, mode=mode, sync=True)
 
 
 __all__ = ["Edit", "Fix", "FixOutcome", "apply_fixes", "fix_source", "verify", "wanted", "write_atomic"]

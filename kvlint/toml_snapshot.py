@@ -17,12 +17,12 @@ the two snapshots (and so `kvlint/__pycache__/`) behind.
 from __future__ import annotations
 
 import marshal
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from kvlint.atomic import replace_file
 
 FORMAT = 1
 SETTLED_NS = 2 * 10 ** 9
@@ -109,14 +109,6 @@ def _write(snapshot: Path, stamps: List[Stamp], tables: Dict[str, Dict[str, Any]
         return
     try:
         snapshot.parent.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=snapshot.parent, prefix=snapshot.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(blob)
-            os.chmod(tmp, like.stat().st_mode & 0o666)
-            os.replace(tmp, snapshot)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        replace_file(str(snapshot), blob, mode=like.stat().st_mode & 0o666, prefix=snapshot.name + ".")
     except OSError:
         pass  # a read-only installation: parsed each time
