@@ -111,9 +111,7 @@ class Catalog:
         self._names = frozenset(o.name for o in self.operators)
         self.facts: Facts = load_facts(self.root)
         self.rules: Dict[str, RuleInfo] = {}
-        codes = self.root / "codes"
-        snapshot = toml_snapshot.default_snapshot(codes, "KV*.toml")
-        for path, table in toml_snapshot.read_tables(codes, "KV*.toml", snapshot):
+        for path, table in toml_snapshot.read_tables(self.root / "codes", "KV*.toml"):
             info = self._rule(path, table)
             self.rules[info.code] = info
 

@@ -279,7 +279,7 @@ def read_tables(folder: Path) -> Dict[str, Any]:
     """Every top-level table of `folder/*.toml`, merged; a table in two files is an error."""
     merged: Dict[str, Any] = {}
     origin: Dict[str, str] = {}
-    for path, data in toml_snapshot.read_tables(folder, "*.toml", toml_snapshot.default_snapshot(folder, "*.toml")):
+    for path, data in toml_snapshot.read_tables(folder, "*.toml"):
         for key, value in data.items():
             if key in merged:
                 raise ValueError(f"{path.name}: table [{key}] is also defined in {origin[key]}")

@@ -31,14 +31,15 @@ Stamp = Tuple[str, int, int]  # (file name, size, mtime in ns)
 
 def read_tables(folder: Path, pattern: str, snapshot: Optional[Path] = None,
                 write: Optional[bool] = None) -> List[Tuple[Path, Dict[str, Any]]]:
-    """(path, parsed table) for each file of `folder` matching `pattern`, by name. With
-    `snapshot`, served from it when it matches the files, else (re)written (`write`: by
-    default, unless Python writes no bytecode either: `-B`, PYTHONDONTWRITEBYTECODE)."""
-    paths = sorted(folder.glob(pattern))
+    """(path, parsed table) for each file of `folder` matching `pattern`, by name. With a
+    snapshot (`snapshot`, else `default_snapshot`: an installed rules/ folder's), served from
+    it when it matches the files, else (re)written (`write`: by default, unless Python writes
+    no bytecode either: `-B`, PYTHONDONTWRITEBYTECODE)."""
     if snapshot is None:
-        return [(p, _parse(p)) for p in paths]
-    stamps = _stamps(paths)
-    if stamps is None:
+        snapshot = default_snapshot(folder, pattern)
+    paths = sorted(folder.glob(pattern))
+    stamps = None if snapshot is None else _stamps(paths)
+    if snapshot is None or stamps is None:
         return [(p, _parse(p)) for p in paths]
     kept = _load(snapshot, stamps)
     if kept is not None:
@@ -46,7 +47,8 @@ def read_tables(folder: Path, pattern: str, snapshot: Optional[Path] = None,
     tables = [(p, _parse(p)) for p in paths]
     if write is None:
         write = not sys.dont_write_bytecode
-    if write and paths and all(mtime <= time.time_ns() - SETTLED_NS for _, _, mtime in stamps):
+    settled = time.time_ns() - SETTLED_NS
+    if write and paths and all(mtime <= settled for _, _, mtime in stamps):
         _write(snapshot, stamps, {p.name: t for p, t in tables}, paths[0])
     return tables
 
