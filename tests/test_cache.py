@@ -285,3 +285,71 @@ def test_one_checker_sees_a_dependency_fixed_between_two_checks(project):
     project["builder"].write_text(BUILDER.replace("dtype=torch.bool", "dtype=torch.float16"))
     age(project["builder"], 5)
     assert [f.code for f in checker.check_path(str(project["user"])).findings] == ["KV205"]
+
+
+# -- dependencies of a kept answer: what a loaded module's memo was computed from -------------
+ALIAS = "import torch_npu\n\nfia = torch_npu.npu_fused_infer_attention_score\n"
+ADAPTER = ("from pkg.ops import fia\n\n\n"
+           "def npu_fused_infer_attention_score(q, k, v, **kwargs):\n"
+           "    return fia(q, k, v, **kwargs)\n")
+SITE = ("from pkg.adapter import npu_fused_infer_attention_score\n\n\n"
+        "def forward(q, k, v):\n"
+        "    return npu_fused_infer_attention_score(q, k, v, num_heads=8, input_layout=\"BSND\")\n")
+
+
+@pytest.fixture
+def adapter_project(tmp_path):
+    """Two files call one adapter whose operator call goes through an alias of a third
+    module: the second file's check is served the adapter's summary the first one computed."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    paths = {"init": pkg / "__init__.py", "ops": pkg / "ops.py", "adapter": pkg / "adapter.py",
+             "b": pkg / "b.py", "c": pkg / "c.py"}
+    for name, text in (("init", ""), ("ops", ALIAS), ("adapter", ADAPTER), ("b", SITE), ("c", SITE)):
+        paths[name].write_text(text)
+        age(paths[name])
+    return paths
+
+
+def test_a_file_served_a_kept_summary_depends_on_what_it_was_computed_from(adapter_project, tmp_path, counted):
+    sites = [adapter_project["b"], adapter_project["c"]]
+    first = run(sites, tmp_path / "c")
+    assert [[f.code for f in r.findings] for r in first] == [["KV103"], ["KV103"]]
+    ops = os.path.abspath(adapter_project["ops"])
+    for result in first:  # c.py's check read nothing of ops.py itself: b.py's check had
+        assert ops in result.dependencies, result.path
+    adapter_project["ops"].write_text(ALIAS.replace("torch_npu.npu_fused_infer_attention_score", "print"))
+    age(adapter_project["ops"], 5)
+    counted.clear()
+    second = run(sites, tmp_path / "c")
+    assert counted == ["b.py", "c.py"]
+    assert [[f.code for f in r.findings] for r in second] == [[], []]
+
+
+def test_the_kept_dependencies_of_a_reparsed_module_are_its_new_ones(adapter_project):
+    """A long-lived checker re-parses a changed module: what its old tracer read is dropped
+    with it, and what the new one reads is recorded."""
+    from kvlint.engine import Checker
+
+    checker = Checker(Settings(), roots=[str(adapter_project["init"].parent.parent)])
+    b, c = str(adapter_project["b"]), str(adapter_project["c"])
+    ops = os.path.abspath(adapter_project["ops"])
+    assert ops in checker.check_path(b).dependencies
+    adapter_project["adapter"].write_text(ADAPTER.replace("from pkg.ops import fia", "import torch_npu\n"
+                                                          "fia = torch_npu.npu_fused_infer_attention_score"))
+    age(adapter_project["adapter"], 5)
+    result = checker.check_path(c)
+    assert [f.code for f in result.findings] == ["KV103"]
+    assert ops not in result.dependencies
+
+
+def test_one_checker_drops_a_kept_summary_whose_alias_module_changed(adapter_project):
+    """A long-lived checker served c.py the adapter summary b.py's check computed; once the
+    alias module it was computed from changes, the adapter is analysed again."""
+    from kvlint.engine import Checker
+
+    checker = Checker(Settings(), roots=[str(adapter_project["init"].parent.parent)])
+    assert [f.code for f in checker.check_path(str(adapter_project["b"])).findings] == ["KV103"]
+    adapter_project["ops"].write_text(ALIAS.replace("torch_npu.npu_fused_infer_attention_score", "print"))
+    age(adapter_project["ops"], 5)
+    assert [f.code for f in checker.check_path(str(adapter_project["c"])).findings] == []

@@ -14,7 +14,12 @@ imported here stand for?") without importing or running anything:
   say of it, once per process (keyed by its content hash), at most `MAX_MODULES` kept.
 
 Every module consulted while one file is checked is recorded with its content hash
-(`touched`): the result cache keys that file's findings on them too.
+(`touched`): the result cache keys that file's findings on them too. A loaded module's
+answers are kept for the files checked after (its tracer, resolver and summaries memoise
+them), so what answering them read is kept with it: the modules read on behalf of a loaded
+module (`_deps`) are recorded whenever its tracer is handed out, and theirs in turn (a file
+served a kept answer depends on what it was computed from, whichever file's check computed
+it), and a long-lived process analyses a module again once one of those has changed.
 """
 from __future__ import annotations
 
@@ -237,12 +242,18 @@ class Project:
         self._resolvers: Dict[int, object] = {}
         self.catalog: Any = None  # a Catalog, set by the Checker: resolvers of other modules need it
         self._current: List[Any] = []  # tracers of the file being checked (never evicted)
+        self._current_file = ""  # its absolute path
         self._fresh: set = set()
         self._fresh_bytes: set = set()  # paths whose stat `mentions` compared during this file's check
         # (tracer id, name, depth, words) -> (tracer, what _imported answered), for this file's check
         self._imported_memo: Dict[tuple, tuple] = {}
         self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
         self.touched: Dict[str, str] = {}
+        # loaded module path -> {path: (digest, stat)} of the modules read on its behalf (by
+        # a question its tracer, resolver or summaries asked), merged into `touched` with it
+        self._deps: Dict[str, Dict[str, Tuple[str, Optional[tuple]]]] = {}
+        self._stats_now: Dict[str, Optional[tuple]] = {}  # path -> stat, once per checked file
+        self._absolutes: Dict[str, str] = {}  # a module's path as given -> absolute
 
     def add_roots(self, roots: Iterable[str]) -> None:
         for r in roots:
@@ -259,17 +270,57 @@ class Project:
     def begin(self, tracer) -> None:
         """Start checking the file of `tracer` (its module is the one the others refer to)."""
         self._current = [tracer]
+        self._current_file = os.path.abspath(tracer.index.source.path)
+        self._stats_now = {}
         self.touched = {}
         self._fresh = set()  # modules whose stat was compared during this file's check
         self._fresh_bytes = set()
         self._imported_memo = {}
 
     def end(self) -> Dict[str, str]:
-        touched, self._current = self.touched, []
+        touched, self._current, self._current_file = self.touched, [], ""
         self.touched = {}
         while len(self._modules) > MAX_MODULES:
             self._modules.popitem(last=False)
         return touched
+
+    def _touch(self, path: str, digest: str, stat: Optional[tuple], by: Optional[str] = None) -> None:
+        """Record that this file's check read `path` (absolute; `digest` and `stat`: the
+        bytes read), asked on behalf of the module at `by` (absolute; None or the checked
+        file: the check itself)."""
+        self.touched[path] = digest
+        if by is not None and by != self._current_file and by != path:
+            self._deps.setdefault(by, {})[path] = (digest, stat)
+
+    def _kept(self, path: str) -> List[Tuple[str, str, Optional[tuple]]]:
+        """(path, digest, stat) of every module read on behalf of the module at `path` so
+        far, and on behalf of those, transitively: what its kept answers were computed from."""
+        out: List[Tuple[str, str, Optional[tuple]]] = []
+        pending, seen = [path], {path}
+        while pending:
+            for dep, (digest, stat) in self._deps.get(pending.pop(), {}).items():
+                if dep not in seen:
+                    seen.add(dep)
+                    out.append((dep, digest, stat))
+                    pending.append(dep)
+        return out
+
+    def _kept_is_stale(self, path: str) -> bool:
+        """Whether a module the kept answers of `path` were computed from has changed since
+        (a long-lived process: its stat, compared once per checked file)."""
+        for dep, _, stat in self._kept(path):
+            now = self._stats_now.get(dep, False)
+            if now is False:
+                now = self._stats_now[dep] = _stat(dep)
+            if now != stat:
+                return True
+        return False
+
+    def _absolute(self, path: str) -> str:
+        found = self._absolutes.get(path)
+        if found is None:
+            found = self._absolutes[path] = os.path.abspath(path)
+        return found
 
     # -- finding modules --------------------------------------------------------------------
     def search_roots(self, importer: str) -> List[str]:
@@ -335,10 +386,11 @@ class Project:
         self._listings[folder] = names
         return names
 
-    def mentions(self, path: str, words) -> bool:
+    def mentions(self, path: str, words, by: Optional[str] = None) -> bool:
         """Whether the file's bytes match `words`, a bytes regex, or bind the name `words` (a
         str) at module level or import it (read once per content, no parse): asked before a
-        module is parsed for an adapter or an operator alias."""
+        module is parsed for an adapter or an operator alias. `by`: the path of the module
+        asking (for `_touch`; None: the checked file)."""
         path = os.path.abspath(path)
         info = self._bytes_info.get(path)
         if info is None or path not in self._fresh_bytes:
@@ -364,20 +416,22 @@ class Project:
                 cached = info[words.pattern] = words.search(info["data"]) is not None
             found = bool(cached)
         if not found:
-            self.touched[path] = _info_digest(info)  # a later edit may add what was looked for
+            self._touch(path, _info_digest(info), info["stat"], by)  # a later edit may add what was looked for
         return found
 
-    def load(self, path: str, words: Optional[Pattern[bytes]] = None):
+    def load(self, path: str, words: Optional[Pattern[bytes]] = None, by: Optional[str] = None):
         """The tracer of the module at `path` (parsed on first use), or None. With `words`,
-        only when the file holds one of them."""
-        if words is not None and not self.mentions(path, words):
+        only when the file holds one of them. `by`: as for `mentions`."""
+        if words is not None and not self.mentions(path, words, by):
             return None
         path = os.path.abspath(path)
         if path in self._modules:
             loaded = self._modules[path]
             read = loaded if loaded is not None else self._unparsable.get(path)
-            if read is not None and path not in self._fresh and read.stat != _stat(path):
-                loaded = self._parse(path)  # changed since it was read (a long-lived process)
+            if read is not None and path not in self._fresh and (read.stat != _stat(path) or self._kept_is_stale(path)):
+                # changed since it was read, or a module its answers were computed from has
+                # (a long-lived process): a new tracer, with nothing kept
+                loaded = self._parse(path)
         else:
             loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
         self._modules[path] = loaded
@@ -386,14 +440,19 @@ class Project:
         if loaded is None:
             failed = self._unparsable.get(path)
             if failed is not None:  # its bytes decided the answer too: an edit that fixes it must
-                self.touched[path] = failed.digest  # re-check the importers (the result cache)
+                self._touch(path, failed.digest, failed.stat, by)  # re-check the importers (the result cache)
             return None
-        self.touched[path] = loaded.digest
+        self._touch(path, loaded.digest, loaded.stat, by)
+        # the tracer is handed out with its kept answers: this check depends on what they
+        # were computed from too
+        for dep, digest, _ in self._kept(path):
+            self.touched.setdefault(dep, digest)
         return loaded.tracer
 
     def _parse(self, path: str) -> Optional[_Loaded]:
         from kvlint.analysis.values import ValueTracer
 
+        self._deps.pop(path, None)  # a new tracer: no answer of the old one is kept
         stat = _stat(path)
         if stat is None or stat[0] > MAX_MODULE_BYTES:
             return None
@@ -469,10 +528,11 @@ class Project:
         if isinstance(words, str):
             words = original  # `from x import y as name`: x binds y, not the local name
         importer = tracer.index.source.path
+        by = self._absolute(importer)
         path = self.find_module(importer, module, level) if (module or level) else None
         if path and isinstance(words, str) and self._leads_nowhere(importer, path, entry, words):
             return None
-        target = self.load(path, words) if path else None
+        target = self.load(path, words, by) if path else None
         if target is not None:
             d = target.definitions().get(original)
             if d is not None or target.assignments(target.index.tree).get(original):
@@ -481,7 +541,7 @@ class Project:
                 return self._imported(target, original, depth + 1, words)
         # `from pkg import mod`: the name is a submodule
         sub = self.find_module(importer, f"{module}.{original}" if module else original, level)
-        sub_tracer = self.load(sub, words) if sub else None
+        sub_tracer = self.load(sub, words, by) if sub else None
         if sub_tracer is not None:
             return sub_tracer, None
         return None
@@ -496,7 +556,8 @@ class Project:
         recorded in `touched` as a load would (an edit may bind the name)."""
         level, module, original = entry
         path = os.path.abspath(path)
-        if path in self._modules or not self.mentions(path, words):
+        by = self._absolute(importer)
+        if path in self._modules or not self.mentions(path, words, by):
             return False
         info = self._bytes_info[path]
         memo = info.setdefault("only_imported", {})
@@ -512,7 +573,7 @@ class Project:
                 return False
         if self.find_module(importer, f"{module}.{original}" if module else original, level) is not None:
             return False
-        self.touched[path] = _info_digest(info)
+        self._touch(path, _info_digest(info), info["stat"], by)
         return True
 
     def imported_definition(self, tracer, name: str, words: Optional[Pattern[bytes]] = None,
@@ -556,7 +617,8 @@ class Project:
         if path is None:
             return False
         path = os.path.abspath(path)
-        if path in self._modules or not self.mentions(path, words):
+        by = self._absolute(tracer.index.source.path)
+        if path in self._modules or not self.mentions(path, words, by):
             return False  # parsed already (no cost), or not loaded for these words anyway
         info = self._bytes_info[path]
         memo = info.setdefault("class_at_most", {})
@@ -565,7 +627,7 @@ class Project:
             entries = memo[original] = only_imported(info["data"], original, classes=True)
         if entries != ():
             return False
-        self.touched[path] = _info_digest(info)
+        self._touch(path, _info_digest(info), info["stat"], by)
         return True
 
     def imported_values(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> List[ast.expr]:
@@ -584,7 +646,7 @@ class Project:
         module = tracer.index.module_imports.get(dotted)
         if module is not None:
             path = self.find_module(importer, module)
-            return self.load(path, words) if path else None
+            return self.load(path, words, self._absolute(importer)) if path else None
         if "." not in dotted:
             hit = self._imported(tracer, dotted, words=words)
             if hit is not None and hit[1] is None:
