@@ -123,7 +123,11 @@ class Comparison:
     vanished: List[Entry] = field(default_factory=list)
 
 
-def source_line(root: Path, path: str, line: int, _files: Dict[str, List[str]] = {}) -> str:
+_SOURCE_LINES: Dict[str, List[str]] = {}  # path -> its lines, read once
+
+
+def source_line(root: Path, path: str, line: int) -> str:
+    _files = _SOURCE_LINES
     lines = _files.get(path)
     if lines is None:
         try:
@@ -138,7 +142,7 @@ def run_kvlint(root: Path, folders: Sequence[str], python: str = sys.executable)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                KVLINT_NO_CACHE="1", NO_COLOR="1")
     # KV900 (unused noqa) reports the suppressions of a kvlint user; these code bases never
-    # used kvlint, so their flake8/ruff `# noqa` comments are not findings on their code
+    # used kvlint, so their flake8/ruff noqa comments are not findings on their code
     cmd = [python, "-m", "kvlint", "check", "--format", "json", "--exit-zero", "--no-cache", "--isolated",
            "--select", "ALL", "--ignore", "KV900"]
     if "--preview" in subprocess.run([python, "-m", "kvlint", "check", "--help"], capture_output=True,

@@ -19,10 +19,10 @@ import torch  # noqa: E402
 import kvlint.emulate  # noqa: E402
 
 kvlint.emulate.install(force=True)
-import torch_npu  # noqa: E402
-
 import test_emulate_attention_accuracy as acc  # noqa: E402
+import torch_npu  # noqa: E402
 from cases import build, max_error, per_request_output  # noqa: E402
+
 from kvlint.runtime.families.fa import reference as fa_ref  # noqa: E402
 from kvlint.runtime.families.fusion import reference as fusion_ref  # noqa: E402
 

@@ -32,9 +32,9 @@ CHILD = "KVLINT_GUARD_INSTRUCTIONS_CHILD"
 def child(calls: int) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
     import runtime_overhead as bench  # noqa: E402  (installs kvlint.emulate's torch_npu)
+    import torch
 
     import kvlint
-    import torch
     from kvlint.runtime import guard
 
     fn, _ = bench.cases()["_npu_fused_infer_attention_score_get_max_workspace"]

@@ -102,7 +102,7 @@ def main(argv=None) -> None:
         median = {v: statistics.median(s) for v, s in samples.items()}
         base = median["unguarded"]
 
-        def added(variant):
+        def added(variant, samples=samples):
             return statistics.median(x - b for x, b in zip(samples[variant], samples["unguarded"]))
         tfm = median["TorchFunctionMode"]
         print(f"{name:52} {base:9.1f} {median['meta']:8.1f} {median['meta'] / base:5.2f}x {added('meta'):+7.1f} "

@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     files = paths(code, name)
     texts = {"module": MODULE.format(code=code, cls=cls), "toml": TOML.format(code=code, name=name),
              "bad": BAD, "good": GOOD}
-    for key, path in files.items():
+    for path in files.values():
         if path.exists():
             print(f"{path.relative_to(ROOT)} exists already", file=sys.stderr)
             return 2

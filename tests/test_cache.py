@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from kvlint import cache as cache_module, runner
+from kvlint import cache as cache_module
+from kvlint import runner
 from kvlint.cache import Cache
 from kvlint.cli import main
 from kvlint.settings import Settings

@@ -1,9 +1,7 @@
 """`kvlint check`: exit codes, discovery, selection, noqa, output shapes."""
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
+from kvlint.analysis.findings import Fix
 from kvlint.cst_edit import CallFragment, add_keyword_edit, rename_keyword_edit, set_keyword_edit
 from kvlint.fix import apply_fixes
-from kvlint.analysis.findings import Fix
 
 
 def fragment(src: str):

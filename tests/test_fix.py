@@ -11,10 +11,10 @@ from pathlib import Path
 import libcst
 import pytest
 
+from kvlint.analysis.findings import Edit, Fix
 from kvlint.cli import main
 from kvlint.engine import Checker
 from kvlint.fix import apply_fixes, fix_source, verify
-from kvlint.analysis.findings import Edit, Fix
 from kvlint.settings import Settings
 from kvlint.source import load
 

@@ -11,7 +11,8 @@ import pytest
 from kvlint.analysis.findings import Finding
 from kvlint.cli import main
 from kvlint.report import Report
-from kvlint.report.github import escape_data, escape_property, render as render_github
+from kvlint.report.github import escape_data, escape_property
+from kvlint.report.github import render as render_github
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json").read_text())

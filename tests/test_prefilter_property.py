@@ -11,11 +11,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_property import calls, modules, values
 
 from kvlint.engine import Checker
 from kvlint.settings import HeuristicNames, Settings
-from test_property import calls, modules, values
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = HeuristicNames()

@@ -9,7 +9,8 @@ the parser instead of being dropped by the pre-filter.
 """
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kvlint.catalog import load_catalog
 from kvlint.engine import Checker
@@ -55,7 +56,7 @@ def callees(draw):
     op = draw(st.sampled_from(OPERATORS))
     return draw(st.sampled_from([
         f"torch_npu.{op}", f"torch.ops.npu.{op}", f"torch.ops.npu.{op}.default", f"torch_npu.{op}.out",
-        f"fa_ops.{op}", f"self.fa_ops.{op}", f"tng.ops.{op}", f"torch_npu.atb.{op}", f"fa", op,
+        f"fa_ops.{op}", f"self.fa_ops.{op}", f"tng.ops.{op}", f"torch_npu.atb.{op}", "fa", op,
         f"DeviceOperator.{op}", f"torch.ops.npu._{op}_get_max_workspace",
     ]))
 

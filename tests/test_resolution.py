@@ -6,8 +6,8 @@ import pytest
 
 from kvlint.analysis.module import ModuleIndex
 from kvlint.analysis.values import UNKNOWN
-from kvlint.checks.base import FileContext
 from kvlint.catalog import load_catalog
+from kvlint.checks.base import FileContext
 from kvlint.settings import Settings
 from kvlint.source import decode
 

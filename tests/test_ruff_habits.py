@@ -164,7 +164,7 @@ def repo(tmp_path, monkeypatch):
 
 
 def checked_files(capsys, *args):
-    code = main(["check", "--no-cache", "--format", "json", *args])
+    main(["check", "--no-cache", "--format", "json", *args])
     captured = capsys.readouterr()
     return sorted({f["path"] for f in json.loads(captured.out)["findings"]}), captured.err
 

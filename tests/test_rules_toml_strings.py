@@ -4,11 +4,11 @@ at a time and a literal one with str.find, and every run loads these files befor
 its workers (rules/README.md)."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import List, Tuple
 
 import pytest
+import tomllib
 
 from kvlint.data import data_dir
 

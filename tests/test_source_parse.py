@@ -6,7 +6,8 @@ import ast
 import warnings
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kvlint.source import ReadFailure, decode, parse
 

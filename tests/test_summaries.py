@@ -65,7 +65,6 @@ def test_rebound_parameter_and_computed_argument_are_not_forwarded():
         key_cache = key_cache.view(-1, 16, 128, 16)
         torch_npu.npu_scatter_pa_kv_cache(key, value, key_cache, value_cache.view(-1, 16, 128, 16), slots)
     """)
-    ctx.op_calls
     from kvlint.analysis.summaries import summarize
 
     s = summarize(function(ctx, "write"), ctx.op_calls[0], ctx.values, is_method=False)

@@ -348,7 +348,7 @@ def test_vllm_per_layer_loops():
                 h(x)
     """)
     loops = [ctx.context.per_layer_loop(call_at(ctx, n)) for n in (6, 9, 11)]
-    assert [getattr(l, "lineno", None) for l in loops] == [5, 7, None]
+    assert [getattr(loop, "lineno", None) for loop in loops] == [5, 7, None]
     from kvlint.analysis.context import layer_loop_pattern
     from kvlint.settings import HeuristicNames
 

@@ -7,10 +7,11 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
-
 import torch_npu
 from cases import COMPRESSED, Case, build, max_error, per_request_lse, per_request_output
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kvlint.runtime.families.fa import reference as fa_ref
 from kvlint.runtime.families.fusion import reference as fusion_ref
 

@@ -3,10 +3,9 @@ the emulated operators: ND and NZ paged caches, legacy contiguous caches, slot -
 duplicated slot keeps the last token, writes in place (the schema's `(a!)` tensors)."""
 import math
 
+import cann_ops_transformer
 import pytest
 import torch
-
-import cann_ops_transformer
 import torch_npu
 
 

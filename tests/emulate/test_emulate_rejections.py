@@ -1,11 +1,11 @@
 """Loud rejections raise as on the NPU (EmulatedOperatorError, a RuntimeError naming the code and
 the call site); silent pitfalls compute what the NPU computes, wrong numbers and all."""
+import cann_ops_transformer
 import pytest
 import torch
-
-import cann_ops_transformer
 import torch_npu
 from cases import COMPRESSED, Case, build, max_error, per_request_output
+
 from kvlint.emulate import EmulatedOperatorError
 
 FA = torch_npu.npu_fused_infer_attention_score

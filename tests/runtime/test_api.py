@@ -5,9 +5,9 @@ import warnings
 
 import pytest
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
 from kvlint.runtime import guard
 
 H = dict(dtype=torch.float16)

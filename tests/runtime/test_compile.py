@@ -1,9 +1,9 @@
 """Under torch.compile the guard checks on fake tensors at trace time and does not break compilation."""
 import pytest
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
 
 H = torch.float16
 

@@ -1,8 +1,7 @@
 """Every runtime contract: one violating call (exact code) and one valid call (no finding)."""
+import cann_ops_transformer
 import pytest
 import torch
-
-import cann_ops_transformer
 import torch_npu
 
 H = torch.float16
@@ -200,13 +199,15 @@ def test_v2_names_are_understood(collect):
 def test_ifa_actual_seq_lengths_are_kv_lengths(collect):
     q, cache = t(2, 1, 64), t(4, 128, 32)
     table = torch.arange(4, dtype=torch.int32).reshape(2, 2)
-    ok = lambda: torch_npu.npu_incre_flash_attention(q, cache, cache, num_heads=4, num_key_value_heads=2,
-                                                     scale_value=0.25, block_table=table, block_size=128,
-                                                     actual_seq_lengths=[3, 200])
+    def ok():
+        return torch_npu.npu_incre_flash_attention(q, cache, cache, num_heads=4, num_key_value_heads=2,
+                                                   scale_value=0.25, block_table=table, block_size=128,
+                                                   actual_seq_lengths=[3, 200])
     assert collect(ok) == []
-    bad = lambda: torch_npu.npu_incre_flash_attention(q, cache, cache, num_heads=4, num_key_value_heads=2,
-                                                      scale_value=0.25, block_table=table.long(), block_size=128,
-                                                      actual_seq_lengths=[3, 200])
+    def bad():
+        return torch_npu.npu_incre_flash_attention(q, cache, cache, num_heads=4, num_key_value_heads=2,
+                                                   scale_value=0.25, block_table=table.long(), block_size=128,
+                                                   actual_seq_lengths=[3, 200])
     assert collect(lambda: _run(bad)) == ["KV301"]
 
 

@@ -1,9 +1,9 @@
 """The two-layer paged decoder: silent under the guard when correct, caught when a bug is seeded."""
 import pytest
 import torch
+from decoder import Decoder
 
 import kvlint
-from decoder import Decoder
 
 
 def test_correct_decoder_is_silent_and_unchanged():

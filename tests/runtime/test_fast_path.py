@@ -2,9 +2,9 @@
 (Python) path, and the happy path walks no frames when the layer is known by its KV cache."""
 import pytest
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
 from kvlint.runtime import callsite
 from kvlint.runtime.call import SMALL
 

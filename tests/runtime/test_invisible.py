@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
-from kvlint.runtime import call as call_module, guard
+from kvlint.runtime import call as call_module
+from kvlint.runtime import guard
 
 ROOT = Path(__file__).resolve().parents[2]
 H = torch.float16

@@ -2,9 +2,9 @@
 keyword meant instead of the dispatcher's schema dump; nothing is paid on the happy path."""
 import pytest
 import torch
+import torch_npu
 
 import kvlint
-import torch_npu
 
 H = torch.float16
 
