@@ -244,7 +244,6 @@ class Project:
         self._current: List[Any] = []  # tracers of the file being checked (never evicted)
         self._current_file = ""  # its absolute path
         self._fresh: set = set()
-        self._fresh_bytes: set = set()  # paths whose stat `mentions` compared during this file's check
         # (tracer id, name, depth, words) -> (tracer, what _imported answered), for this file's check
         self._imported_memo: Dict[tuple, tuple] = {}
         self._dirs: Dict[str, str] = {}  # importer path -> its absolute folder
@@ -252,7 +251,7 @@ class Project:
         # loaded module path -> {path: (digest, stat)} of the modules read on its behalf (by
         # a question its tracer, resolver or summaries asked), merged into `touched` with it
         self._deps: Dict[str, Dict[str, Tuple[str, Optional[tuple]]]] = {}
-        self._stats_now: Dict[str, Optional[tuple]] = {}  # path -> stat, once per checked file
+        self._stats_now: Dict[str, Optional[tuple]] = {}  # path -> its stat, taken once per checked file
         self._absolutes: Dict[str, str] = {}  # a module's path as given -> absolute
 
     def add_roots(self, roots: Iterable[str]) -> None:
@@ -270,11 +269,10 @@ class Project:
     def begin(self, tracer) -> None:
         """Start checking the file of `tracer` (its module is the one the others refer to)."""
         self._current = [tracer]
-        self._current_file = os.path.abspath(tracer.index.source.path)
+        self._current_file = self._absolute(tracer.index.source.path)
         self._stats_now = {}
         self.touched = {}
         self._fresh = set()  # modules whose stat was compared during this file's check
-        self._fresh_bytes = set()
         self._imported_memo = {}
 
     def end(self) -> Dict[str, str]:
@@ -305,16 +303,12 @@ class Project:
                     pending.append(dep)
         return out
 
-    def _kept_is_stale(self, path: str) -> bool:
-        """Whether a module the kept answers of `path` were computed from has changed since
-        (a long-lived process: its stat, compared once per checked file)."""
-        for dep, _, stat in self._kept(path):
-            now = self._stats_now.get(dep, False)
-            if now is False:
-                now = self._stats_now[dep] = _stat(dep)
-            if now != stat:
-                return True
-        return False
+    def _stat_once(self, path: str) -> Optional[tuple]:
+        """The stat of `path` (absolute), taken once per checked file: an edit between two
+        checks is seen, and a module asked about many times during one costs one stat."""
+        if path not in self._stats_now:
+            self._stats_now[path] = _stat(path)
+        return self._stats_now[path]
 
     def _absolute(self, path: str) -> str:
         found = self._absolutes.get(path)
@@ -393,11 +387,7 @@ class Project:
         asking (for `_touch`; None: the checked file)."""
         path = os.path.abspath(path)
         info = self._bytes_info.get(path)
-        if info is None or path not in self._fresh_bytes:
-            stat = _stat(path)  # once per file checked: an edit between two checks is seen
-            self._fresh_bytes.add(path)
-        else:
-            stat = info["stat"]
+        stat = self._stat_once(path)
         if info is None or info["stat"] != stat:
             try:
                 with open(path, "rb") as fh:
@@ -425,15 +415,22 @@ class Project:
         if words is not None and not self.mentions(path, words, by):
             return None
         path = os.path.abspath(path)
+        first = path not in self._fresh  # its first load in this file's check
+        # what its kept answers were computed from (asked once per checked file: what is read
+        # on its behalf later in this check is recorded in `touched` as it is read)
+        kept = self._kept(path) if first else []
         if path in self._modules:
             loaded = self._modules[path]
             read = loaded if loaded is not None else self._unparsable.get(path)
-            if read is not None and path not in self._fresh and (read.stat != _stat(path) or self._kept_is_stale(path)):
+            if read is not None and first and (read.stat != self._stat_once(path) or any(
+                    self._stat_once(dep) != stat for dep, _, stat in kept)):
                 # changed since it was read, or a module its answers were computed from has
                 # (a long-lived process): a new tracer, with nothing kept
                 loaded = self._parse(path)
+                kept = []
         else:
             loaded = self._parse(path)  # None (cached too) when it cannot be read or parsed
+            kept = []
         self._modules[path] = loaded
         self._modules.move_to_end(path)
         self._fresh.add(path)
@@ -445,7 +442,7 @@ class Project:
         self._touch(path, loaded.digest, loaded.stat, by)
         # the tracer is handed out with its kept answers: this check depends on what they
         # were computed from too
-        for dep, digest, _ in self._kept(path):
+        for dep, digest, _ in kept:
             self.touched.setdefault(dep, digest)
         return loaded.tracer
 
