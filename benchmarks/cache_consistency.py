@@ -7,7 +7,7 @@ exactly what a `--no-cache` run reports.
 
 The code base's .py files (and pyproject.toml) are copied into a temporary folder (the code
 base is never written) and checked once with a fresh cache. Then, one at a time, each edit of
-mutations.py's sample (`--per-kind` sites per kind: int64 block tables, float masks, dropped
+mutations.py's sample (`mutations.sampled_sites`, `--per-kind` sites per kind: int64 block tables, float masks, dropped
 masks, sparse_mode changes: the edits that change findings in the files that use a module) is
 applied and then reverted; after each of the two, the whole copy is checked with the cache
 (an incremental run: only the files whose bytes or dependencies changed are checked again)
@@ -36,10 +36,10 @@ FINDING = re.compile(r".+?:\d+:\d+: KV\d+")
 
 
 def report(kvlint: Path, root: Path, *options: str) -> List[str]:
-    """The sorted findings of `kvlint check .` in `root` (concise format)."""
-    env = dict(os.environ, PYTHONPATH=str(kvlint))
-    proc = subprocess.run([sys.executable, "-m", "kvlint", "check", "--exit-zero", "--format", "concise",
-                           *options, "."], cwd=root, env=env, capture_output=True, text=True)
+    """The sorted findings of `kvlint check .` in `root` (concise format), with the kvlint of
+    the checkout `kvlint` (mutations.RUN_FROM: whatever is installed)."""
+    proc = subprocess.run([sys.executable, "-c", mutations.RUN_FROM, str(kvlint), "check", "--exit-zero",
+                           "--format", "concise", *options, "."], cwd=root, capture_output=True, text=True)
     return sorted(line for line in proc.stdout.splitlines() if FINDING.match(line))
 
 
@@ -62,20 +62,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for dirpath, _, names in os.walk(root):
             for name in names:
                 settle(Path(dirpath) / name, 30)
-        uses = mutations.keyword_uses(texts)
-        by_kind: dict = {}
-        for rel, text in texts.items():
-            for m in mutations.find_sites(root, rel, text, uses):
-                by_kind.setdefault(m.kind, []).append(m)
-        chosen = [m for kind in by_kind for m in mutations.sample(by_kind[kind], args.per_kind)]
+        chosen = mutations.sampled_sites(root, texts, args.per_kind)
         original = report(args.kvlint, root, "--cache-dir", str(cache))
         differences = changed = 0
         for m in chosen:
             path = root / m.path
-            old = path.read_text(encoding="utf-8")
-            lines = old.splitlines(keepends=True)
-            new = "".join(lines[:m.line - 1]) + m.new + "".join(lines[m.line - 1 + len(m.old.splitlines()):])
-            for state, text in (("edited", new), ("reverted", old)):
+            old = texts[m.path]
+            for state, text in (("edited", m.apply(old)), ("reverted", old)):
                 path.write_text(text, encoding="utf-8")
                 settle(path, 5)
                 cached = report(args.kvlint, root, "--cache-dir", str(cache))

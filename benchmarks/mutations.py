@@ -72,6 +72,11 @@ class Mutation:
     caught: Optional[bool] = None
     codes: List[str] = field(default_factory=list)
 
+    def apply(self, text: str) -> str:
+        """`text` (the file's) with this mutation's lines rewritten."""
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[:self.line - 1]) + self.new + "".join(lines[self.line - 1 + len(self.old.splitlines()):])
+
 
 # -- finding sites -------------------------------------------------------------------------
 def _target_names(node: ast.AST) -> List[str]:
@@ -226,42 +231,44 @@ def copy_base(base: Path, into: Path) -> Dict[str, str]:
     return texts
 
 
+def sampled_sites(root: Path, texts: Dict[str, str], per_kind: int) -> List[Mutation]:
+    """The sites of the copied code base (`texts`: relative path -> text), at most `per_kind`
+    of each kind sampled evenly, kind by kind in KINDS order."""
+    uses = keyword_uses(texts)
+    found: Dict[str, List[Mutation]] = defaultdict(list)
+    for rel in sorted(texts):
+        if any(w in texts[rel] for w in ("block_table", "mask", "sparse_mode")):
+            for m in find_sites(root, rel, texts[rel], uses):
+                found[m.kind].append(m)
+    return [m for kind in KINDS for m in sample(found[kind], per_kind)]
+
+
 def run(bases: Sequence[Path], kvlint: Path, per_kind: int) -> List[Mutation]:
     results: List[Mutation] = []
     for base in bases:
         with tempfile.TemporaryDirectory(prefix="kvlint-mut-") as tmp:
             root = Path(tmp) / base.name
             texts = copy_base(base, root)
-            uses = keyword_uses(texts)
-            found: Dict[str, List[Mutation]] = defaultdict(list)
-            for rel in sorted(texts):
-                if any(w in texts[rel] for w in ("block_table", "mask", "sparse_mode")):
-                    for m in find_sites(root, rel, texts[rel], uses):
-                        found[m.kind].append(m)
             baseline: Dict[Tuple[str, ...], List[Tuple[str, str, str]]] = {}
-            for kind in KINDS:
-                for m in sample(found[kind], per_kind):
-                    files = tuple(dependents(root, m.path, texts))
-                    if files not in baseline:
-                        baseline[files] = run_kvlint(kvlint, root, files)
-                    path = root / m.path
-                    original = texts[m.path]
-                    lines = original.splitlines(keepends=True)
-                    old_lines = m.old.splitlines(keepends=True)
-                    mutated = "".join(lines[:m.line - 1]) + m.new + "".join(lines[m.line - 1 + len(old_lines):])
-                    path.write_text(mutated, encoding="utf-8")
-                    try:
-                        after = run_kvlint(kvlint, root, files)
-                    finally:
-                        path.write_text(original, encoding="utf-8")
-                    new = list(after)
-                    for f in baseline[files]:
-                        if f in new:
-                            new.remove(f)
-                    m.codes = sorted({code for _, code, _ in new})
-                    m.caught = any(code in KINDS[kind] for code in m.codes)
-                    m.path = f"{base.name}/{m.path}"
-                    results.append(m)
+            for m in sampled_sites(root, texts, per_kind):
+                files = tuple(dependents(root, m.path, texts))
+                if files not in baseline:
+                    baseline[files] = run_kvlint(kvlint, root, files)
+                path = root / m.path
+                original = texts[m.path]
+                path.write_text(m.apply(original), encoding="utf-8")
+                try:
+                    after = run_kvlint(kvlint, root, files)
+                finally:
+                    path.write_text(original, encoding="utf-8")
+                new = list(after)
+                for f in baseline[files]:
+                    if f in new:
+                        new.remove(f)
+                m.codes = sorted({code for _, code, _ in new})
+                m.caught = any(code in KINDS[m.kind] for code in m.codes)
+                m.path = f"{base.name}/{m.path}"
+                results.append(m)
     return results
 
 
