@@ -93,14 +93,48 @@ def missing_keyword(rule_code: str, oc: OperatorCall, ctx: FileContext, role: st
 
 
 def same_expression(a: ast.expr, b: ast.expr, ctx: FileContext) -> bool:
-    """Two argument expressions that denote the same object: the same text, or names that
-    trace to one and the same text."""
+    """Two argument expressions that denote the same object: the same text re-reading one
+    object (names, attributes, subscripts, views of them), or names that trace to one and
+    the same construction (the same node), or to one text of that kind. Text alone is not
+    enough for an expression that builds a tensor each time it runs: `k = torch.randn(s)`
+    and `v = torch.randn(s)` are two tensors (`builds_new_object`)."""
     ta, tb = _norm(ctx.text(a)), _norm(ctx.text(b))
-    if ta == tb:
+    if ta == tb and not builds_new_object(a, ctx):
         return True
-    ca = {_norm(ctx.text(c)) for c in ctx.values.candidates(a) if hasattr(c, "lineno")}
-    cb = {_norm(ctx.text(c)) for c in ctx.values.candidates(b) if hasattr(c, "lineno")}
-    return len(ca) == 1 and ca == cb
+    ca = [c for c in ctx.values.candidates(a) if hasattr(c, "lineno")]
+    cb = [c for c in ctx.values.candidates(b) if hasattr(c, "lineno")]
+    if not ca or not cb:
+        return False
+    if {id(c) for c in ca} == {id(c) for c in cb}:
+        return True  # one and the same construction (`kv = torch.randn(s)`, key=kv, value=kv)
+    texts_a, texts_b = {_norm(ctx.text(c)) for c in ca}, {_norm(ctx.text(c)) for c in cb}
+    return len(texts_a) == 1 and texts_a == texts_b and not any(builds_new_object(c, ctx) for c in ca + cb)
+
+
+def builds_new_object(expr: ast.expr, ctx: FileContext) -> bool:
+    """Whether evaluating `expr` twice gives two objects: its receiver chain (`x` of
+    `x.attr`, `x[i]`, `x.view(...)`) ends in a call of a module's function (`torch.randn`,
+    `np.zeros`), of a plain name (a function), or in an operation (`a + b`), not in a name
+    or a constant, which each reading of the expression sees again."""
+    node = expr
+    while True:
+        if isinstance(node, (ast.Name, ast.Constant)):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            head = _dotted_head(node.func.value)
+            if head is not None and (head in ctx.index.imports or head in ctx.index.module_imports):
+                return True  # `torch.randn(...)`, `np.zeros(...)`: a module's function
+            node = node.func.value  # a method of the receiver (`kv.view(...)`): a view of it
+        else:
+            return True
+
+
+def _dotted_head(node: ast.expr) -> Optional[str]:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _norm(text: str) -> str:
