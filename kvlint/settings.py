@@ -12,7 +12,8 @@ from typing import Dict, Iterable, Tuple
 class HeuristicNames:
     """The words the heuristics look for; `[tool.kvlint]` can extend them."""
 
-    # FUNCTION_NAME_PHASE: a function whose name contains one of these words runs that phase.
+    # FUNCTION_NAME_PHASE: a function whose name contains one of these words runs that phase
+    # (once the operator names it spells are taken out: `prompt_flash_attention_npu` has none).
     prefill_function_words: Tuple[str, ...] = ("prefill", "prompt", "context_encode")
     decode_function_words: Tuple[str, ...] = ("decode", "decoding", "incre", "generate_step")
     # PAST_CONTEXT_FUNCTION: a function computing attention of new tokens over the cached

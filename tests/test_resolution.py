@@ -288,6 +288,23 @@ def test_phase_from_else_branch_and_function_name():
     assert phases == ["decode", "prefill"]
 
 
+@pytest.mark.parametrize("function, phase", [
+    ("forward_prefill", "prefill"), ("prompt_step", "prefill"), ("forward_decode", "decode"),
+    # named after an operator: no phase (FUNCTION_NAME_PHASE takes operator names out)
+    ("prompt_flash_attention_npu", None), ("testPromptFlashAttention", None),
+    ("test_incre_flash_attention_int8_in", None), ("IncreFlashAttentionKernel", None),
+    # a phase word beside the operator's name still counts
+    ("prefill_with_prompt_flash_attention", "prefill"), ("decode_incre_flash_attention", "decode"),
+])
+def test_phase_from_function_name_without_the_operator_names_it_spells(function, phase):
+    ctx = context(f"""
+    import torch_npu
+    def {function}(q, k, v):
+        return torch_npu.npu_fused_infer_attention_score(q, k, v)
+    """)
+    assert [ctx.context.phase(oc.call) for oc in ctx.op_calls] == [phase]
+
+
 def test_fusion_attention_roles_by_keyword_and_by_position():
     from kvlint.helpers.roles import role_node, role_values
     from kvlint.helpers.sparse import sparse_view, token_window_values

@@ -165,6 +165,33 @@ def _words_in(name: str, words: Iterable[str]) -> bool:
     return any(w.lower() in low for w in words)
 
 
+def _phase_words_in(name: str, words: Iterable[str]) -> bool:
+    """FUNCTION_NAME_PHASE's test: `_words_in` on the function's name once the operator names
+    it spells are taken out (`prompt_flash_attention_npu`, `testPromptFlashAttention`,
+    `test_incre_flash_attention_int8` are named after an operator, not a phase)."""
+    low = name.lower()
+    for phrase in _operator_phrases():
+        if phrase in low:
+            low = low.replace(phrase, " ")
+    return any(w.lower() in low for w in words)
+
+
+@lru_cache(maxsize=1)
+def _operator_phrases() -> Tuple[str, ...]:
+    """The catalog's operator names without their `npu_` prefix, as written in snake case and
+    in CamelCase lowercased (`prompt_flash_attention`, `promptflashattention`), longest first."""
+    from kvlint.catalog import load_catalog
+
+    phrases = set()
+    for op in load_catalog().operator_names():
+        base = op.lstrip("_")
+        if base.startswith("npu_"):
+            base = base[len("npu_"):]
+        if "_" in base:
+            phrases.update((base, base.replace("_", "")))
+    return tuple(sorted(phrases, key=len, reverse=True))
+
+
 DEFAULT_NAMES = HeuristicNames()
 
 
@@ -182,7 +209,8 @@ class Context:
         Heuristics, first hit wins, innermost first:
         - BRANCH_FLAG_PHASE / BRANCH_QUERY_LENGTH on each enclosing `if`/ternary, taking the
           body or the else side into account, and `not`.
-        - FUNCTION_NAME_PHASE on the enclosing function names.
+        - FUNCTION_NAME_PHASE on the enclosing function names (an operator's name spelled in
+          one, `prompt_flash_attention_npu`, is no phase word).
         """
         child = node
         for anc in self.index.ancestors(node):
@@ -194,11 +222,11 @@ class Context:
                     if p is not None:
                         return p
             if isinstance(anc, FunctionNode):
-                if _words_in(anc.name, self.names.past_context_function_words):
+                if _phase_words_in(anc.name, self.names.past_context_function_words):
                     return None
-                if _words_in(anc.name, self.names.prefill_function_words):
+                if _phase_words_in(anc.name, self.names.prefill_function_words):
                     return PREFILL
-                if _words_in(anc.name, self.names.decode_function_words):
+                if _phase_words_in(anc.name, self.names.decode_function_words):
                     return DECODE
             child = anc
         return None
