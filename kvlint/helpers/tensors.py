@@ -34,19 +34,34 @@ def is_nz_view(expr: ast.expr, ctx: FileContext) -> bool:
     name saying NZ (`KV_CACHE_NZ_DIM`), or comes from a function whose name says NZ."""
     for cand in ctx.values.candidates(expr, expr, follow_calls=True):
         dims = reshape_dims(cand)
-        if dims is not None:
-            if len(dims) == 5:
-                return True
-            last = dims[-1]
-            if ctx.values.int_value(last, last) in NZ_LAST_DIMS:
-                return True
-            if any(_NZ_NAME.search(part) for part in (dotted_name(last) or "").split(".")):
-                return True
+        if dims is not None and _nz_dims(dims, ctx):
+            return True
     if isinstance(expr, ast.Call):
         callee = dotted_name(expr.func) or ""
         if _NZ_NAME.search(callee.split(".")[-1]):
             return True
     return False
+
+
+def is_nd_cache(expr: ast.expr, ctx: FileContext) -> bool:
+    """ND_CACHE: some candidate of `expr` is a view, a reshape or a torch factory whose dims
+    show no NZ layout (`torch.zeros(nb, bs, n, d)`, `cache.view(-1, bs, n, d)`): the code
+    shows an ND cache. A cache it does not show (a parameter, a list's element) is not one."""
+    for cand in ctx.values.candidates(expr, expr, follow_calls=True):
+        dims = reshape_dims(cand) or _torch_factory_dims(cand)
+        if dims is not None and not _nz_dims(dims, ctx):
+            return True
+    return False
+
+
+def _nz_dims(dims: List[ast.expr], ctx: FileContext) -> bool:
+    """Dims of the NZ layout: five of them, or a last one of 16/32 or named NZ."""
+    if len(dims) == 5:
+        return True
+    last = dims[-1]
+    if ctx.values.int_value(last, last) in NZ_LAST_DIMS:
+        return True
+    return any(_NZ_NAME.search(part) for part in (dotted_name(last) or "").split("."))
 
 
 def literal_last_dim(expr: ast.expr, ctx: FileContext) -> Optional[int]:
