@@ -305,6 +305,27 @@ def test_phase_from_function_name_without_the_operator_names_it_spells(function,
     assert [ctx.context.phase(oc.call) for oc in ctx.op_calls] == [phase]
 
 
+def test_calls_under_fake_tensor_mode_are_not_checked():
+    ctx = context("""
+    import torch
+    import torch_npu
+    from torch._subclasses import fake_tensor
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def shapes(q, k, v):
+        with FakeTensorMode():
+            torch_npu.npu_fused_infer_attention_score(q, k, v)
+        with torch.no_grad(), fake_tensor.FakeTensorMode() as mode:
+            if q.dim() == 3:
+                torch_npu.npu_fused_infer_attention_score(q, k, v)
+        torch_npu.npu_fused_infer_attention_score(q, k, v)
+        with torch.no_grad():
+            torch_npu.npu_fused_infer_attention_score(q, k, v)
+    """)
+    assert len(ctx.op_calls) == 4
+    assert [oc.call.lineno for oc in ctx.checked_calls] == [13, 15]
+
+
 def test_fusion_attention_roles_by_keyword_and_by_position():
     from kvlint.helpers.roles import role_node, role_values
     from kvlint.helpers.sparse import sparse_view, token_window_values
