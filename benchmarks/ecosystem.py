@@ -90,6 +90,11 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "training recipes (the .py files)"),
     Snapshot("hicann", "cann-recipes-spatial-intelligence", "71eb882bf34b90b297834b82c3693eb021c454bb",
              "spatial-intelligence recipes (the .py files)"),
+    Snapshot("Ascend", "op-plugin", "517f2e7d0f202f38b76310706cb977ca2388ad21",
+             "torch_npu's operator plug-in: the operator team's own Python tests (the .py files)"),
+    Snapshot("Ascend", "ModelZoo-PyTorch", "6a2804a358a5b18e3dac1ab902f41f88e240b00f",
+             "Ascend's model zoo, 50,733 .py files of ported models (the .py files; the newest "
+             "snapshot to be had here is of 2023-12-15)"),
 )
 
 
