@@ -171,9 +171,8 @@ def _phase_words_in(name: str, words: Iterable[str]) -> bool:
     `test_incre_flash_attention_int8` are named after an operator, not a phase)."""
     low = name.lower()
     for phrase in _operator_phrases():
-        if phrase in low:
-            low = low.replace(phrase, " ")
-    return any(w.lower() in low for w in words)
+        low = low.replace(phrase, " ")
+    return _words_in(low, words)
 
 
 @lru_cache(maxsize=1)

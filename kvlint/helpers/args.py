@@ -9,6 +9,7 @@ import ast
 import re
 from typing import List, Optional
 
+from kvlint.analysis.module import dotted_name
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN
 from kvlint.checks.base import FileContext
@@ -123,18 +124,12 @@ def builds_new_object(expr: ast.expr, ctx: FileContext) -> bool:
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            head = _dotted_head(node.func.value)
-            if head is not None and (head in ctx.index.imports or head in ctx.index.module_imports):
+            head = (dotted_name(node.func.value) or "").split(".")[0]
+            if head in ctx.index.imports:  # (every `import` statement's local name is there)
                 return True  # `torch.randn(...)`, `np.zeros(...)`: a module's function
             node = node.func.value  # a method of the receiver (`kv.view(...)`): a view of it
         else:
             return True
-
-
-def _dotted_head(node: ast.expr) -> Optional[str]:
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
 
 
 def _norm(text: str) -> str:
