@@ -9,6 +9,7 @@ from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
 from kvlint.helpers.masks import (
     DEVICE_SHAPE_KEEPING,
+    additive_by_pattern,
     cast_at_top,
     mask_constructions,
     unchecked_foreign_mask,
@@ -66,8 +67,8 @@ class MaskCastToBool(Rule):
             if cast is None:
                 continue
             name = unchecked_foreign_mask(cast.func.value, cast, ctx)
-            if name is None:
-                continue
+            if name is None or additive_by_pattern(cast.func.value, cast, ctx):
+                continue  # INDUCTOR_PATTERN_PAIR: the pattern shows an additive mask, cast right
             yield ctx.finding(self.code, cast,
                               f"`{name}` is cast to bool for {oc.name}'s `atten_mask` (line "
                               f"{oc.call.lineno}) without a look at its dtype or polarity: an additive "

@@ -163,3 +163,84 @@ def polarity_checked(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
                 and not any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops):
             return True
     return False
+
+
+# Heuristic INDUCTOR_PATTERN_PAIR. torch._inductor's pattern matcher rewrites a traced graph
+# that matches `search_fn` into what `replace_fn` computes, both called with the same
+# arguments in the same order: `register_replacement(search_fn, replace_fn, example_args, ...)`.
+PATTERN_MATCHER = "torch._inductor"
+REGISTER_REPLACEMENT = "register_replacement"
+
+
+def additive_by_pattern(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
+    """Heuristic INDUCTOR_PATTERN_PAIR: `source` is a parameter of a graph-rewrite
+    replacement whose search pattern adds the same argument to the scores (`scores + mask`),
+    so the mask it receives is additive (0 keep, -inf masked) and `.bool()` of it is right.
+    The file imports `register_replacement` from torch._inductor, and the function holding
+    `at` is named right after a module-level function of the file (the pattern) in one
+    tuple, list or call (`(pattern, replacement, ...)`, `register_replacement(pattern,
+    replacement, ...)`); the pattern's parameter at the same position appears as an operand
+    of `+` and is never rebound there."""
+    func = ctx.index.enclosing_function(at)
+    if not isinstance(source, ast.Name) or not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            or not _imports_register_replacement(ctx):
+        return False
+    position = _positional_index(func, source.id)
+    if position is None:
+        return False
+    functions = {n.name: n for n in ctx.index.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if functions.get(func.name) is not func:
+        return False
+    for pattern_name in _patterns_paired_with(func.name, ctx):
+        pattern = functions.get(pattern_name)
+        if pattern is None or pattern is func:
+            continue
+        params = pattern.args.posonlyargs + pattern.args.args
+        if position < len(params) and _added_unchanged(pattern, params[position].arg):
+            return True
+    return False
+
+
+def _imports_register_replacement(ctx: FileContext) -> bool:
+    for _, module, original in ctx.index.from_imports.values():
+        if original == REGISTER_REPLACEMENT and (module == PATTERN_MATCHER or module.startswith(PATTERN_MATCHER + ".")):
+            return True
+    return False
+
+
+def _positional_index(func: ast.AST, name: str) -> Optional[int]:
+    params = func.args.posonlyargs + func.args.args  # type: ignore[attr-defined]
+    for k, p in enumerate(params):
+        if p.arg == name:
+            return k
+    return None
+
+
+def _patterns_paired_with(replacement: str, ctx: FileContext) -> Iterator[str]:
+    """The names written right before `replacement` among the elements of a tuple or list,
+    or the positional arguments of a call, anywhere in the file."""
+    for node in ast.walk(ctx.index.tree):
+        if isinstance(node, (ast.Tuple, ast.List)):
+            items = node.elts
+        elif isinstance(node, ast.Call):
+            items = node.args
+        else:
+            continue
+        for before, item in zip(items, items[1:]):
+            if isinstance(item, ast.Name) and item.id == replacement and isinstance(before, ast.Name):
+                yield before.id
+
+
+def _added_unchanged(func: ast.AST, name: str) -> bool:
+    """Whether `name` is an operand of `+` (or `+=`) in `func` and never rebound there."""
+    added = False
+    for node in ast.walk(func):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
+                isinstance(side, ast.Name) and side.id == name for side in (node.left, node.right)):
+            added = True
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
+                isinstance(node.value, ast.Name) and node.value.id == name:
+            added = True
+        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return False
+    return added
