@@ -95,6 +95,10 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
     Snapshot("Ascend", "ModelZoo-PyTorch", "6a2804a358a5b18e3dac1ab902f41f88e240b00f",
              "Ascend's model zoo, 50,733 .py files of ported models (the .py files; the newest "
              "snapshot to be had here is of 2023-12-15)"),
+    Snapshot("Ascend", "torchair", "fced8842d149f16b587c2c867d427e4b766831ca",
+             "torch.compile's Ascend graph back end: fx passes, graph-mode operator tests (the .py files)"),
+    Snapshot("Ascend", "MindSpeed-RL", "05a90d77cb6cfad8999e2aee21068284db959579",
+             "reinforcement-learning post-training (the .py files)"),
 )
 
 
