@@ -99,6 +99,10 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "torch.compile's Ascend graph back end: fx passes, graph-mode operator tests (the .py files)"),
     Snapshot("Ascend", "MindSpeed-RL", "05a90d77cb6cfad8999e2aee21068284db959579",
              "reinforcement-learning post-training (the .py files)"),
+    Snapshot("volcengine", "verl", "b178a3cd56f58b2d502255daba591e92833930a7",
+             "RL post-training with an NPU path (transformers patches, attention utilities; the .py files)"),
+    Snapshot("huggingface", "diffusers", "58eb52c0803ea9af3abec60841c2a093bdf1f951",
+             "diffusion pipelines with an NPU attention back end (attention_dispatch; the .py files)"),
 )
 
 
