@@ -359,3 +359,27 @@ def test_cached_mask_rule_reads_the_positional_fusion_mask_through_the_prefilter
     """)
     result = Checker(only("KV221")).check_bytes("dit.py", text.encode())
     assert [(f.code, f.line) for f in result.findings] == [("KV221", 5)]
+
+
+@pytest.mark.parametrize("code, expected", [
+    # an optional import: the name is the import or None, and None is never called
+    ("try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = None\n"
+     "def f(q, k, v):\n    return torch_npu.npu_fused_infer_attention_score(q, k, v)",
+     [(6, "npu_fused_infer_attention_score", "")]),
+    ("try:\n    from torch_npu import npu_fusion_attention\nexcept (ImportError, OSError):\n"
+     "    npu_fusion_attention = None\n"
+     "def f(q, k, v):\n    return npu_fusion_attention(q, k, v, 8, 'BSND')",
+     [(6, "npu_fusion_attention", "")]),
+    ("if HAS_NPU:\n    try:\n        from torch_npu import npu_fusion_attention as fa\n    except ImportError:\n"
+     "        fa = None\nelse:\n    fa = None\n"
+     "def f(q, k, v):\n    return fa(q, k, v, 8, 'BSND')",
+     [(9, "npu_fusion_attention", "")]),
+    # a fallback that can be called: the call may be either, so it is not taken for the operator
+    ("try:\n    from torch_npu import npu_fusion_attention\nexcept ImportError:\n"
+     "    npu_fusion_attention = my_attention\n"
+     "def f(q, k, v):\n    return npu_fusion_attention(q, k, v, 8, 'BSND')", []),
+    ("try:\n    import torch_npu\nexcept ImportError:\n    torch_npu = FakeNpu()\n"
+     "def f(q, k, v):\n    return torch_npu.npu_fused_infer_attention_score(q, k, v)", []),
+])
+def test_optional_imports(code, expected):
+    assert resolved(code) == expected

@@ -5,6 +5,8 @@ module's imports and from aliases bound in the enclosing function or class, neve
 string matching on the call text alone:
 
 - `torch_npu.X`, `torch.ops.npu.X`, `import torch_npu as t; t.X`, `from torch_npu import X as fa`
+- optional imports: `try: import torch_npu` / `except ImportError: torch_npu = None` (a name
+  bound to an import and otherwise only to None is the import wherever it is called or read)
 - the `.out` / `.default` overloads and the `_X_get_max_workspace` twins
 - receivers bound to an operator namespace: `fa_ops = torch.ops.npu` in the function,
   `self.fa_ops = torch.ops.npu` anywhere in the class, a method of the class that returns a
@@ -214,12 +216,18 @@ class OperatorResolver:
                     for value in project.imported_values(tracer, expr.id, expr.id):
                         out.extend(self._qualify(value, value, depth + 1))
                 return out
-            for value in local.candidates(expr, at, follow_calls=True):
+            values = local.candidates(expr, at, follow_calls=True)
+            for value in values:
                 if value is expr:
                     if expr.id in self.index.imports:
                         out.append((self.index.imports[expr.id], ()))
                 else:
                     out.extend(self._qualify(value, value, depth + 1))
+            if values and expr.id in self.index.imports and all(_is_none(v) for v in values):
+                # an optional import (`try: import torch_npu` / `except ImportError: torch_npu
+                # = None`): the name is None or what was imported, and None is never called
+                # nor has attributes, so where the code uses it, it is the import
+                out.append((self.index.imports[expr.id], ()))
             return out
         if isinstance(expr, ast.Attribute):
             base = expr.value
@@ -252,3 +260,7 @@ class OperatorResolver:
         if isinstance(expr, ast.IfExp):
             return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
         return []
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
