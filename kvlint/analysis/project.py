@@ -636,6 +636,19 @@ class Project:
         target, original = hit
         return [v for _, v in target.assignments(target.index.tree).get(original, [])]
 
+    def optional_import(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> Optional[str]:
+        """For a name imported into `tracer`'s module from a module of the project that binds
+        it by an import and otherwise only to None (`try: from torch_npu import X` / `except
+        ImportError: X = None`): the dotted name it imports there, else None."""
+        hit = self._imported(tracer, name, words=words)
+        if hit is None or hit[1] is None:
+            return None
+        target, original = hit
+        values = [v for _, v in target.assignments(target.index.tree).get(original, [])]
+        if values and all(isinstance(v, ast.Constant) and v.value is None for v in values):
+            return target.index.imports.get(original)
+        return None
+
     def module_tracer(self, tracer, dotted: str, words: Optional[Pattern[bytes]] = None):
         """The module a local dotted name stands for: `import pkg.mod as m` (m), `import
         pkg.mod` (pkg.mod), `from pkg import mod` (mod)."""

@@ -215,6 +215,9 @@ class OperatorResolver:
                     # only when its bytes hold `fia =` or a re-export
                     for value in project.imported_values(tracer, expr.id, expr.id):
                         out.extend(self._qualify(value, value, depth + 1))
+                    optional = project.optional_import(tracer, expr.id, expr.id)
+                    if optional is not None:  # an optional import there (see below)
+                        out.append((optional, ()))
                 return out
             values = local.candidates(expr, at, follow_calls=True)
             for value in values:
