@@ -38,6 +38,9 @@ KEPT = frozenset(PRESERVING_METHODS) | frozenset(CONVERTING_METHODS) | {"to", "t
 DEVICE_SHAPE_KEEPING = frozenset({"npu", "cuda", "cpu", "contiguous", "clone", "detach", "view", "reshape",
                                   "unsqueeze", "squeeze", "expand", "to", "pin_memory"})
 
+# the calls that keep a mask's values and dtype (FOREIGN_MASK looks through them)
+SHAPE_KEEPING = DEVICE_SHAPE_KEEPING - {"to"}
+
 Step = Optional[Tuple[str, ast.AST]]
 
 
@@ -115,13 +118,21 @@ def cast_at_top(expr: ast.expr, dtypes: Collection[str], methods: Collection[str
 
 
 def foreign_mask(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
-    """FOREIGN_MASK: every value `source` may hold comes from outside the file's own
-    constructions (a parameter, another object's attribute), so its polarity is unknown."""
-    cands = ctx.values.candidates(source, at, follow_calls=True)
+    """FOREIGN_MASK: every value `source` may hold (None aside: no mask on that path) comes
+    from outside the file's own constructions (a parameter, another object's attribute, or a
+    view or copy of one), so its polarity is unknown."""
+    cands = [c for c in ctx.values.candidates(source, at, follow_calls=True)
+             if not (isinstance(c, ast.Constant) and c.value is None)]  # no mask on that path
     for c in cands:
         base = c
-        while isinstance(base, ast.Subscript):
-            base = base.value
+        while True:
+            if isinstance(base, ast.Subscript):
+                base = base.value
+            elif isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) \
+                    and base.func.attr in SHAPE_KEEPING and not receiver_is_module(base.func.value):
+                base = base.func.value  # a view or copy of the mask: the same values
+            else:
+                break
         if isinstance(base, ast.Name):
             func = ctx.index.enclosing_function(at)
             if not ctx.values.is_parameter(base.id, func):
