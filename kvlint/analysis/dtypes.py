@@ -223,6 +223,8 @@ class DtypeInference:
             if data is None:
                 return None
             return self._python_data_dtype(data)
+        if fname == "from_numpy" and call.args:  # shares the array's memory: its dtype
+            return self._follow(call.args[0], depth)
         if fname in ("triu", "tril", "flip", "roll", "narrow") and call.args:
             return self._follow(call.args[0], depth)
         if fname in ("cat", "stack") and call.args and isinstance(call.args[0], (ast.List, ast.Tuple)):

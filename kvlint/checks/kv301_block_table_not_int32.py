@@ -46,6 +46,22 @@ def _is_untyped_tensor_call(site: ast.expr) -> bool:
             and not any(k.arg == "dtype" for k in site.keywords))
 
 
+def is_numpy_construction(value: ast.expr, ctx: FileContext) -> bool:
+    """A numpy array (`np.array(..., dtype=np.int64)`, `np.zeros(...).astype(np.int64)`): no
+    operator takes one, so an int64 array is no bug until a tensor is made of it; that tensor
+    reaches the operator, and check_call follows its block_table there (`torch.from_numpy(x)`
+    has x's dtype; `torch.tensor(x, dtype=torch.int32)` converts)."""
+    node = value
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        inner = node.func if isinstance(node, ast.Call) else node.value
+        if isinstance(node, ast.Call) and isinstance(inner, ast.Attribute):
+            head = dotted_name(inner.value)
+            if head is not None and "." not in head and ctx.index.imports.get(head, "") == "numpy":
+                return True
+        node = inner
+    return False
+
+
 def int32_fix(site: ast.expr, ctx: FileContext) -> Optional[Fix]:
     """`.long()` -> `.int()`, `dtype=torch.long` -> `dtype=torch.int32`, else append
     `.to(torch.int32)`."""
@@ -121,6 +137,8 @@ class BlockTableNotInt32(Rule):
                 dtype = construction_dtype(value, ctx)
                 if dtype not in ("int64", "float"):
                     continue
+                if is_numpy_construction(value, ctx):
+                    continue  # host metadata: judged where a tensor is made of it (check_call)
                 if self._converted_or_index_only(target, node, ctx):
                     continue
                 yield ctx.finding(self.code, value, message(dtype, ""), int32_fix(value, ctx))
