@@ -3,7 +3,14 @@ from kvlint.analysis.context import DECODE, PREFILL
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
-from kvlint.helpers.sparse import bidirectional_branches, bounded, branch_views, sparse_view, token_window_values
+from kvlint.helpers.sparse import (
+    bidirectional_branches,
+    bounded,
+    branch_views,
+    one_query_per_sequence,
+    sparse_view,
+    token_window_values,
+)
 
 FACTS = load_facts()
 SQ = "x".join(map(str, FACTS.fa.mask.compressed_shapes[0]))  # the compressed mask
@@ -26,7 +33,10 @@ class PrefillWithoutCausalMask(Rule):
         phase = ctx.context.phase(oc.call)
         if phase == DECODE:
             return
-        for role in ("next_tokens", "pre_tokens"):
+        # one query token per sequence: no query has a later token to hide, so only a window
+        # back (pre_tokens) can be dropped
+        single = one_query_per_sequence(oc, ctx)
+        for role in ("pre_tokens",) if single else ("next_tokens", "pre_tokens"):
             window = token_window_values(oc, ctx, role)
             if window is not None and bounded(window[1]):
                 node, _ = window
@@ -36,7 +46,7 @@ class PrefillWithoutCausalMask(Rule):
                                   f"attention silently becomes bidirectional; use sparse_mode=3 "
                                   f"(causal) or 4 (band) with the {SQ} mask", anchor=oc.call)
                 return
-        if phase == PREFILL:
+        if phase == PREFILL and not single:
             yield ctx.finding(self.code, oc.call.func,
                               f"{oc.name} on the prefill path with sparse_mode 0 and no mask: nothing "
                               f"is masked, so every token attends to future tokens; use "

@@ -225,3 +225,71 @@ def bidirectional_branches(oc: OperatorCall, ctx: FileContext, view: SparseView,
     bands = [b for b in views if b.mode in FACTS.fa.sparse.band and b.pre_value is not None]
     return [b for b in views if b.phase != DECODE and ignores_window(b) and
             any(a.pre_value is b.pre_value and not mode_follows_window(oc, ctx, b, a) for a in bands)]
+
+
+# Layouts whose query lengths are cumulative over the packed tokens (TND and its NTD forms).
+PACKED_LAYOUTS = ("TND", "NTD")
+
+
+def one_query_per_sequence(oc: OperatorCall, ctx: FileContext) -> bool:
+    """Whether the call's query lengths give every sequence one query token, so that no
+    query has a later token to be masked from: in a packed (TND) layout, cumulative lengths
+    `list(range(1, n + 1))` / `range(1, n + 1)` / `torch.arange(1, n + 1)` (each query its
+    own sequence, its key/value lengths saying how far back it sees); in another layout, per
+    sequence lengths `[1] * n`. The values are followed through names."""
+    from kvlint.helpers.roles import role_values
+
+    layouts = [ctx.values.literal(v) for v in role_values(oc, ctx, "layout")]
+    if len(layouts) != 1 or not isinstance(layouts[0], str):
+        return False
+    packed = layouts[0].startswith(PACKED_LAYOUTS)
+    values = role_values(oc, ctx, "q_lens")
+    if len(values) != 1:
+        return False
+    sites = ctx.values.candidates(values[0], oc.call, follow_calls=False)
+    test = _ones_cumulative if packed else _all_ones
+    return bool(sites) and all(test(_strip_conversions(s)) for s in sites)
+
+
+def _strip_conversions(node: ast.expr) -> ast.expr:
+    """`x.tolist()`, `x.to(...)`, `x.int()`, `x.npu()`, `list(x)`, `tuple(x)`: x."""
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "tolist", "to", "int", "long", "npu", "cpu", "cuda", "contiguous") and not _is_torch_module(node.func.value):
+            node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
+                and len(node.args) == 1 and not node.keywords:
+            node = node.args[0]
+        else:
+            return node
+
+
+def _is_torch_module(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("torch", "np", "numpy")
+
+
+def _ones_cumulative(node: ast.expr) -> bool:
+    """`range(1, n + 1)` or `torch.arange(1, n + 1)` (step 1): cumulative lengths 1, 2, ..., n."""
+    if not isinstance(node, ast.Call) or node.keywords and any(k.arg in ("step",) for k in node.keywords):
+        return False
+    f = node.func
+    is_range = isinstance(f, ast.Name) and f.id == "range"
+    is_arange = isinstance(f, ast.Attribute) and f.attr == "arange" and _is_torch_module(f.value)
+    if not (is_range or is_arange) or len(node.args) != 2:
+        return False
+    start = node.args[0]
+    return isinstance(start, ast.Constant) and start.value == 1 and not isinstance(start.value, bool)
+
+
+def _all_ones(node: ast.expr) -> bool:
+    """`[1] * n` / `n * [1]`, or a list or tuple of ones."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        for side in (node.left, node.right):
+            if isinstance(side, (ast.List, ast.Tuple)) and len(side.elts) == 1 and _is_one(side.elts[0]):
+                return True
+        return False
+    return isinstance(node, (ast.List, ast.Tuple)) and bool(node.elts) and all(_is_one(e) for e in node.elts)
+
+
+def _is_one(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 1 and not isinstance(node.value, bool)
