@@ -103,6 +103,14 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "RL post-training with an NPU path (transformers patches, attention utilities; the .py files)"),
     Snapshot("huggingface", "diffusers", "58eb52c0803ea9af3abec60841c2a093bdf1f951",
              "diffusion pipelines with an NPU attention back end (attention_dispatch; the .py files)"),
+    Snapshot("Ascend", "MindIE-SD", "3066189522a6296b00344f1504457bcf50b858d9",
+             "diffusion inference: attention back ends over FA, PFA and sparse attention (the .py files)"),
+    Snapshot("Ascend", "MindIE-LLM", "8b4871ad31f592aa863f6255760e4934484d78e4",
+             "LLM serving: runner, FIA and sparse attention back ends, ATB model examples (the .py files)"),
+    Snapshot("sgl-project", "sgl-kernel-npu", "f425bdf1e191a7682296d3b2ed0b927d4e37d671",
+             "SGLang's NPU kernels: attention wrappers and their tests (the .py files)"),
+    Snapshot("Ascend", "msmodeling", "84fec853d6708256ca4fecf143d8b656a3a3496e",
+             "performance modelling of LLM serving on Ascend (the .py files)"),
 )
 
 
