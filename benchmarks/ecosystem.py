@@ -111,6 +111,12 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "SGLang's NPU kernels: attention wrappers and their tests (the .py files)"),
     Snapshot("Ascend", "msmodeling", "84fec853d6708256ca4fecf143d8b656a3a3496e",
              "performance modelling of LLM serving on Ascend (the .py files)"),
+    Snapshot("vllm-ascend", "vllm-ascend-recipes", "3767fe3f01f0b9be1803aede6a79e75c673efc2c",
+             "vllm-ascend deployment recipes (the .py files)"),
+    Snapshot("Ascend", "DrivingSDK", "e667017eb751b614c128c9c81812634cae362ee4",
+             "autonomous-driving models ported to Ascend: attention monkey-patches (the .py files)"),
+    Snapshot("Ascend", "pytorch", "9e73e708ab9350d203475609f36f8a43f6a0c2ab",
+             "torch_npu itself: its Python tests, graph capture and update of FIA (the .py files)"),
 )
 
 
