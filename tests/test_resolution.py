@@ -383,3 +383,31 @@ def test_cached_mask_rule_reads_the_positional_fusion_mask_through_the_prefilter
 ])
 def test_optional_imports(code, expected):
     assert resolved(code) == expected
+
+
+@pytest.mark.parametrize("layout, q_lens, single", [
+    ('"TND"', "list(range(1, n + 1))", True),
+    ('"TND"', "range(1, n + 1)", True),
+    ('"TND"', "torch.arange(1, n + 1, dtype=torch.int32).tolist()", True),
+    ('"NTD_TND"', "lens", True),  # `lens = list(range(1, n + 1))` above the call
+    ('"TND"', "torch.arange(1, n + 1, 2)", False),  # a step of 2: two queries a sequence
+    ('"TND"', "list(range(0, n))", False),
+    ('"TND"', "cu_seqlens[1:].tolist()", False),
+    ('"TND"', "[1] * n", False),  # cumulative 1, 1, ...: not lengths of one query each
+    ('"BSND"', "[1] * n", True),
+    ('"BSND"', "(1, 1, 1)", True),
+    ('"BSND"', "list(range(1, n + 1))", False),  # per-sequence lengths 1, 2, ..., n
+    ("layout", "[1] * n", False),  # the layout is not known
+])
+def test_one_query_per_sequence(layout, q_lens, single):
+    from kvlint.helpers.sparse import one_query_per_sequence
+    ctx = context(f"""
+        import torch
+        import torch_npu
+        def f(q, k, v, n, cu_seqlens, layout):
+            lens = list(range(1, n + 1))
+            return torch_npu.npu_fused_infer_attention_score(
+                q, k, v, num_heads=8, input_layout={layout}, actual_seq_lengths={q_lens})
+    """)
+    (oc,) = ctx.op_calls
+    assert one_query_per_sequence(oc, ctx) is single

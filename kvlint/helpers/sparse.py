@@ -11,11 +11,12 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
+from kvlint.analysis.dtypes import receiver_is_module
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
 from kvlint.facts import load_facts
-from kvlint.helpers.roles import positional_value
+from kvlint.helpers.roles import positional_value, role_values
 
 FACTS = load_facts()
 # A pre/next_tokens value this large means "no limit" (INT_MAX default, or 65535 as used by
@@ -237,8 +238,6 @@ def one_query_per_sequence(oc: OperatorCall, ctx: FileContext) -> bool:
     `list(range(1, n + 1))` / `range(1, n + 1)` / `torch.arange(1, n + 1)` (each query its
     own sequence, its key/value lengths saying how far back it sees); in another layout, per
     sequence lengths `[1] * n`. The values are followed through names."""
-    from kvlint.helpers.roles import role_values
-
     layouts = [ctx.values.literal(v) for v in role_values(oc, ctx, "layout")]
     if len(layouts) != 1 or not isinstance(layouts[0], str):
         return False
@@ -255,7 +254,7 @@ def _strip_conversions(node: ast.expr) -> ast.expr:
     """`x.tolist()`, `x.to(...)`, `x.int()`, `x.npu()`, `list(x)`, `tuple(x)`: x."""
     while True:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
-                "tolist", "to", "int", "long", "npu", "cpu", "cuda", "contiguous") and not _is_torch_module(node.func.value):
+                "tolist", "to", "int", "long", "npu", "cpu", "cuda", "contiguous") and not receiver_is_module(node.func.value):
             node = node.func.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") \
                 and len(node.args) == 1 and not node.keywords:
@@ -264,17 +263,13 @@ def _strip_conversions(node: ast.expr) -> ast.expr:
             return node
 
 
-def _is_torch_module(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id in ("torch", "np", "numpy")
-
-
 def _ones_cumulative(node: ast.expr) -> bool:
     """`range(1, n + 1)` or `torch.arange(1, n + 1)` (step 1): cumulative lengths 1, 2, ..., n."""
-    if not isinstance(node, ast.Call) or node.keywords and any(k.arg in ("step",) for k in node.keywords):
+    if not isinstance(node, ast.Call) or any(k.arg == "step" for k in node.keywords):
         return False
     f = node.func
     is_range = isinstance(f, ast.Name) and f.id == "range"
-    is_arange = isinstance(f, ast.Attribute) and f.attr == "arange" and _is_torch_module(f.value)
+    is_arange = isinstance(f, ast.Attribute) and f.attr == "arange" and receiver_is_module(f.value)
     if not (is_range or is_arange) or len(node.args) != 2:
         return False
     start = node.args[0]
