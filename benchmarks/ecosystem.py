@@ -117,6 +117,8 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "autonomous-driving models ported to Ascend: attention monkey-patches (the .py files)"),
     Snapshot("Ascend", "pytorch", "9e73e708ab9350d203475609f36f8a43f6a0c2ab",
              "torch_npu itself: its Python tests, graph capture and update of FIA (the .py files)"),
+    Snapshot("modelscope", "ms-swift", "3602360a562313afbf2ef6065fdf61f271a2c5b9",
+             "fine-tuning framework: zigzag ring attention over npu_fusion_attention (the .py files)"),
 )
 
 
