@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from collections import deque
 from operator import attrgetter
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from kvlint.source import SourceFile
 
@@ -135,6 +135,21 @@ def place(node: ast.AST, like: ast.AST) -> ast.AST:
             node.end_lineno, node.end_col_offset = d["end_lineno"], d["end_col_offset"]
             return node
     return ast.copy_location(node, like)
+
+
+def is_none(node: ast.AST) -> bool:
+    """The literal `None`."""
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def optional_import(index: "ModuleIndex", name: str, values: Sequence[ast.AST]) -> Optional[str]:
+    """The dotted name a module imports as `name` when every value it otherwise binds `name`
+    to is None: an optional import (`try: import torch_npu` / `except ImportError: torch_npu =
+    None`). None is never called nor has attributes, so where the code uses the name, it is
+    the import."""
+    if values and all(is_none(v) for v in values):
+        return index.imports.get(name)
+    return None
 
 
 def dotted_name(node: ast.AST) -> Optional[str]:

@@ -32,7 +32,7 @@ import unicodedata
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
-from kvlint.analysis.module import ModuleIndex
+from kvlint.analysis.module import ModuleIndex, optional_import
 from kvlint.source import ReadFailure, decode, file_stat, parse
 
 MAX_MODULES = 96  # parsed modules kept per process (an ast is ~100x its source in memory)
@@ -637,17 +637,15 @@ class Project:
         return [v for _, v in target.assignments(target.index.tree).get(original, [])]
 
     def optional_import(self, tracer, name: str, words: Optional[Pattern[bytes]] = None) -> Optional[str]:
-        """For a name imported into `tracer`'s module from a module of the project that binds
-        it by an import and otherwise only to None (`try: from torch_npu import X` / `except
-        ImportError: X = None`): the dotted name it imports there, else None."""
+        """For a name imported into `tracer`'s module from a module of the project where it is
+        an optional import (`kvlint.analysis.module.optional_import`): the dotted name it
+        imports there, else None."""
         hit = self._imported(tracer, name, words=words)
         if hit is None or hit[1] is None:
             return None
         target, original = hit
         values = [v for _, v in target.assignments(target.index.tree).get(original, [])]
-        if values and all(isinstance(v, ast.Constant) and v.value is None for v in values):
-            return target.index.imports.get(original)
-        return None
+        return optional_import(target.index, original, values)
 
     def module_tracer(self, tracer, dotted: str, words: Optional[Pattern[bytes]] = None):
         """The module a local dotted name stands for: `import pkg.mod as m` (m), `import

@@ -26,7 +26,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Tuple, cast
 
-from kvlint.analysis.module import ModuleIndex, dotted_name
+from kvlint.analysis.module import ModuleIndex, dotted_name, optional_import
 from kvlint.analysis.values import ValueTracer
 from kvlint.catalog import Catalog, Operator
 from kvlint.facts import load_facts
@@ -215,9 +215,9 @@ class OperatorResolver:
                     # only when its bytes hold `fia =` or a re-export
                     for value in project.imported_values(tracer, expr.id, expr.id):
                         out.extend(self._qualify(value, value, depth + 1))
-                    optional = project.optional_import(tracer, expr.id, expr.id)
-                    if optional is not None:  # an optional import there (see below)
-                        out.append((optional, ()))
+                    imported = project.optional_import(tracer, expr.id, expr.id)
+                    if imported is not None:  # an optional import there
+                        out.append((imported, ()))
                 return out
             values = local.candidates(expr, at, follow_calls=True)
             for value in values:
@@ -226,11 +226,9 @@ class OperatorResolver:
                         out.append((self.index.imports[expr.id], ()))
                 else:
                     out.extend(self._qualify(value, value, depth + 1))
-            if values and expr.id in self.index.imports and all(_is_none(v) for v in values):
-                # an optional import (`try: import torch_npu` / `except ImportError: torch_npu
-                # = None`): the name is None or what was imported, and None is never called
-                # nor has attributes, so where the code uses it, it is the import
-                out.append((self.index.imports[expr.id], ()))
+            imported = optional_import(self.index, expr.id, values)
+            if imported is not None:
+                out.append((imported, ()))
             return out
         if isinstance(expr, ast.Attribute):
             base = expr.value
@@ -263,7 +261,3 @@ class OperatorResolver:
         if isinstance(expr, ast.IfExp):
             return self._qualify(expr.body, at, depth + 1) + self._qualify(expr.orelse, at, depth + 1)
         return []
-
-
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None

@@ -5,7 +5,7 @@ import ast
 from typing import Callable, Collection, Iterator, Optional, Tuple
 
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, dtype_of_expr, receiver_is_module
-from kvlint.analysis.module import dotted_name
+from kvlint.analysis.module import dotted_name, is_none
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
 from kvlint.helpers.roles import role_values
@@ -25,7 +25,7 @@ def mask_constructions(oc: OperatorCall, ctx: FileContext) -> Iterator[ast.expr]
     8th argument of npu_fusion_attention)."""
     for value in role_values(oc, ctx, "mask"):
         for site in ctx.dtypes.construction_sites(value, oc.call):
-            if isinstance(site, ast.Constant) and site.value is None:
+            if is_none(site):
                 continue
             yield site
 
@@ -122,7 +122,7 @@ def foreign_mask(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool:
     from outside the file's own constructions (a parameter, another object's attribute, or a
     view or copy of one), so its polarity is unknown."""
     cands = [c for c in ctx.values.candidates(source, at, follow_calls=True)
-             if not (isinstance(c, ast.Constant) and c.value is None)]  # no mask on that path
+             if not is_none(c)]  # no mask on that path
     for c in cands:
         base = c
         while True:
