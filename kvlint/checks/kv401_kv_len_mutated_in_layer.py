@@ -142,7 +142,7 @@ class KvLenMutatedInLayer(Rule):
             value = value.func.value
         if isinstance(value, (ast.Constant, ast.List, ast.ListComp, ast.BinOp)):
             return True
-        if self._int_value(value):
+        if self._int_value(value) or self._int_local(value, func, at, ctx):
             return True
         if isinstance(value, ast.Call):
             f = value.func
@@ -150,12 +150,34 @@ class KvLenMutatedInLayer(Rule):
             return name in FRESH_CALLS
         return False
 
+    @classmethod
+    def _int_local(cls, value: ast.expr, func, at, ctx: FileContext, depth: int = 4) -> bool:
+        """INT_VALUE through locals: `value` is a local name whose last value before `at` is
+        an int (`bsz, q_len, _ = h.size()`, then `kv_seq_len = q_len`); a parameter is not."""
+        while isinstance(value, ast.Name) and depth > 0:
+            items = ctx.values.assignments(func).get(value.id, [])
+            before = [v for stmt, v in items if stmt.lineno < at.lineno]
+            if not before:
+                return False
+            value, depth = before[-1], depth - 1
+            if cls._int_value(value):
+                return True
+        return False
+
     @staticmethod
     def _int_value(value: ast.expr) -> bool:
-        """INT_VALUE: `t.shape[i]`, `t.size(i)`, `t.numel()`, `t.item()`, `len(x)`, `int(x)`."""
-        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) \
-                and value.value.attr == "shape" and not isinstance(value.slice, ast.Slice):
-            return True
+        """INT_VALUE: `t.shape[i]`, `t.size(i)`, `t.numel()`, `t.item()`, `len(x)`, `int(x)`,
+        and an element unpacked from a shape (`t.size()[i]`, `t.shape[:2][i]`, as
+        `b, n = t.size()` binds them)."""
+        if isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Slice):
+            shape = value.value
+            if isinstance(shape, ast.Subscript) and isinstance(shape.slice, ast.Slice):
+                shape = shape.value  # t.shape[:2][i]
+            if isinstance(shape, ast.Attribute) and shape.attr == "shape":
+                return True
+            if isinstance(shape, ast.Call) and isinstance(shape.func, ast.Attribute) \
+                    and shape.func.attr == "size" and not shape.args and not shape.keywords:
+                return True
         if isinstance(value, ast.Call):
             f = value.func
             if isinstance(f, ast.Attribute) and f.attr in INT_METHODS and (f.attr != "size" or value.args):
