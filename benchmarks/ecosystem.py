@@ -119,6 +119,8 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "torch_npu itself: its Python tests, graph capture and update of FIA (the .py files)"),
     Snapshot("modelscope", "ms-swift", "3602360a562313afbf2ef6065fdf61f271a2c5b9",
              "fine-tuning framework: zigzag ring attention over npu_fusion_attention (the .py files)"),
+    Snapshot("kvcache-ai", "ktransformers", "95009ea6856c0799e517e93cb12be5e8494bc7ce",
+             "CPU/GPU hybrid inference: its Ascend MLA and Qwen3 attention, paged KV (the .py files)"),
 )
 
 
