@@ -121,6 +121,10 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "fine-tuning framework: zigzag ring attention over npu_fusion_attention (the .py files)"),
     Snapshot("kvcache-ai", "ktransformers", "95009ea6856c0799e517e93cb12be5e8494bc7ce",
              "CPU/GPU hybrid inference: its Ascend MLA and Qwen3 attention, paged KV (the .py files)"),
+    Snapshot("hpcaitech", "ColossalAI", "4f9953be335ef371b3848719ddafe596c01ecd37",
+             "training framework: its NPU flash-attention kernel over npu_fusion_attention (the .py files)"),
+    Snapshot("xdit-project", "xDiT", "175e0bfec974d0b44a0be9fa511df2f9f5ead080",
+             "parallel DiT inference: its NPU attention back end and ring attention (the .py files)"),
 )
 
 
