@@ -125,6 +125,8 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "training framework: its NPU flash-attention kernel over npu_fusion_attention (the .py files)"),
     Snapshot("xdit-project", "xDiT", "175e0bfec974d0b44a0be9fa511df2f9f5ead080",
              "parallel DiT inference: its NPU attention back end and ring attention (the .py files)"),
+    Snapshot("Ascend", "msprobe", "8ff00da37660ef42e2ba945a2ec349b6f85314e1",
+             "accuracy tools: a CPU npu_fusion_attention of its own, called by that name (the .py files)"),
 )
 
 
