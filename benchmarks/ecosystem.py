@@ -127,6 +127,8 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "parallel DiT inference: its NPU attention back end and ring attention (the .py files)"),
     Snapshot("Ascend", "msprobe", "8ff00da37660ef42e2ba945a2ec349b6f85314e1",
              "accuracy tools: a CPU npu_fusion_attention of its own, called by that name (the .py files)"),
+    Snapshot("LMCache", "LMCache-Ascend", "169ee7283de1f8ce3b26149f5bc1399fc45b2373",
+             "KV-cache offload on Ascend: its blend attention with a position mask (the .py files)"),
 )
 
 
