@@ -8,7 +8,16 @@ import os
 
 import pytest
 
-from kvlint.analysis.module import ModuleIndex, ScopeNode, child_nodes, place, walk_in_order
+from kvlint.analysis.module import (
+    ModuleIndex,
+    ScopeNode,
+    child_nodes,
+    named_parameters,
+    parameter_defaults,
+    place,
+    positional_parameters,
+    walk_in_order,
+)
 from kvlint.analysis.values import Each, Unknown
 from kvlint.source import SourceFile
 
@@ -163,3 +172,13 @@ def test_index_of_a_hand_built_tree_missing_fields():
     tree = ast.Module(body=[ast.Expr(value=call)], type_ignores=[])
     index = ModuleIndex(SourceFile("m.py", b"f()\n", "f()\n", "utf-8"), tree)
     assert index.calls == [call] and index.parent_of(name) is call and index.parent_of(call) is tree.body[0]
+
+
+def test_parameter_helpers_cover_every_kind_of_parameter():
+    func = ast.parse("def f(a, b=1, /, c=2, *rest, d, e=3, **kw): pass").body[0]
+    assert [p.arg for p in positional_parameters(func)] == ["a", "b", "c"]
+    assert [p.arg for p in named_parameters(func)] == ["a", "b", "c", "d", "e"]
+    defaults = parameter_defaults(func)
+    assert sorted(defaults) == ["b", "c", "e"]
+    assert [defaults[n].value for n in ("b", "c", "e")] == [1, 2, 3]
+    assert parameter_defaults(ast.parse("def g(x, *, y): pass").body[0]) == {}

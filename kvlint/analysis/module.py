@@ -164,6 +164,27 @@ def dotted_name(node: ast.AST) -> Optional[str]:
     return None
 
 
+def positional_parameters(func: ast.AST) -> List[ast.arg]:
+    """A function's parameters that a positional argument can bind, in order (`self` too)."""
+    a = func.args  # type: ignore[attr-defined]
+    return a.posonlyargs + a.args
+
+
+def named_parameters(func: ast.AST) -> List[ast.arg]:
+    """A function's parameters that have a name to bind by: positional and keyword-only."""
+    a = func.args  # type: ignore[attr-defined]
+    return a.posonlyargs + a.args + a.kwonlyargs
+
+
+def parameter_defaults(func: ast.AST) -> Dict[str, ast.expr]:
+    """Parameter name -> its default expression, for the parameters that have one."""
+    a = func.args  # type: ignore[attr-defined]
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    return defaults
+
+
 class ModuleIndex:
     def __init__(self, source: SourceFile, tree: ast.Module):
         self.source = source

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union, cast
 
 from kvlint.analysis.context import minimal_words
-from kvlint.analysis.module import FunctionNode, dotted_name, place
+from kvlint.analysis.module import FunctionNode, dotted_name, place, positional_parameters
 from kvlint.analysis.resolve import OperatorCall, OperatorResolver
 from kvlint.analysis.values import Unknown, ValueTracer
 
@@ -110,7 +110,7 @@ def _reassigned(tracer: ValueTracer, func: ast.AST) -> frozenset:
 
 def summarize(func: Union[ast.FunctionDef, ast.AsyncFunctionDef], op: OperatorCall, tracer: ValueTracer, is_method: bool) -> ForwardingSummary:
     a = func.args
-    positional = [p.arg for p in a.posonlyargs + a.args]
+    positional = [p.arg for p in positional_parameters(func)]
     if is_method and positional:
         positional = positional[1:]
     named = frozenset(positional + [p.arg for p in a.kwonlyargs])

@@ -12,7 +12,16 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kvlint.analysis.module import FunctionNode, ModuleIndex, dotted_name, place, walk_in_order
+from kvlint.analysis.module import (
+    FunctionNode,
+    ModuleIndex,
+    dotted_name,
+    named_parameters,
+    parameter_defaults,
+    place,
+    positional_parameters,
+    walk_in_order,
+)
 
 UNKNOWN = object()
 MAX_DEPTH = 6
@@ -345,7 +354,7 @@ class ValueTracer:
         if not isinstance(func, FunctionNode):
             return False
         a = func.args
-        params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+        params = named_parameters(func) + [x for x in (a.vararg, a.kwarg) if x]
         return any(p.arg == name for p in params)
 
     # -- definitions across modules ---------------------------------------------------------
@@ -599,13 +608,13 @@ class ValueTracer:
         value = stored[0]
         if isinstance(value, ast.Name) and tracer.is_parameter(value.id, init) \
                 and not tracer.assignments(init).get(value.id):
-            params = [p.arg for p in init.args.posonlyargs + init.args.args][1:]
+            params = [p.arg for p in positional_parameters(init)][1:]
             if value.id in params and params.index(value.id) < len(call.args):
                 return [(self, call.args[params.index(value.id)])]
             kw = next((k.value for k in call.keywords if k.arg == value.id), None)
             if kw is not None:
                 return [(self, kw)]
-            default = _parameter_default(init, value.id)
+            default = parameter_defaults(init).get(value.id)
             return [(tracer, default)] if default is not None else None
         return [(tracer, value)]
 
@@ -856,19 +865,6 @@ def _method(cls: ast.ClassDef, name: str, tracer: "ValueTracer") -> Optional[ast
         base = next((b for b in cls.bases if isinstance(b, ast.Name)), None)
         d = tracer.definitions().get(base.id) if base is not None else None
         cls = d if isinstance(d, ast.ClassDef) else None
-    return None
-
-
-def _parameter_default(func: ast.AST, name: str) -> Optional[ast.expr]:
-    a = func.args
-    positional = a.posonlyargs + a.args
-    offset = len(positional) - len(a.defaults)
-    for n, p in enumerate(positional):
-        if p.arg == name:
-            return a.defaults[n - offset] if n >= offset else None
-    for p, d in zip(a.kwonlyargs, a.kw_defaults):
-        if p.arg == name:
-            return d
     return None
 
 

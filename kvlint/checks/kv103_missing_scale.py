@@ -3,6 +3,7 @@ import ast
 from typing import Optional
 
 from kvlint.analysis.findings import Fix
+from kvlint.analysis.module import named_parameters
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
@@ -24,7 +25,7 @@ def _in_scope(call: ast.Call, ctx: FileContext, names) -> Optional[str]:
     fn = ctx.index.enclosing_function(call)
     if fn is None:
         return None
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    params = [a.arg for a in named_parameters(fn)]
     stores = ctx.index.stores(fn)  # name -> first line stored in the function
     for name in names:
         if name in params or stores.get(name, call.lineno) < call.lineno:

@@ -4,7 +4,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from kvlint.analysis.context import DECODE
-from kvlint.analysis.module import child_nodes, dotted_name, scope_nodes
+from kvlint.analysis.module import child_nodes, dotted_name, named_parameters, scope_nodes
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
@@ -161,8 +161,7 @@ class WrapperDropsParameter(Rule):
 
     @staticmethod
     def _params(func) -> Dict[str, ast.arg]:
-        a = func.args
-        return {p.arg: p for p in a.posonlyargs + a.args + a.kwonlyargs}
+        return {p.arg: p for p in named_parameters(func)}
 
     @staticmethod
     def _reaches(name: str, oc, concept: str, bindings: Bindings, ctx: FileContext) -> bool:

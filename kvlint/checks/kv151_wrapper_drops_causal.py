@@ -2,6 +2,7 @@
 (docs: rules/codes/KV151.toml)."""
 import ast
 
+from kvlint.analysis.module import named_parameters, parameter_defaults
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 from kvlint.facts import load_facts
@@ -38,8 +39,7 @@ class WrapperDropsCausal(Rule):
         calls = [c for c in ctx.op_calls if c.name in MASK_READERS and ctx.index.enclosing_function(c.call) is func]
         if not calls or calls[0] is not oc or any(not ctx.args(c.call).complete for c in calls):
             return
-        a = func.args
-        params = {p.arg: p for p in a.posonlyargs + a.args + a.kwonlyargs}
+        params = {p.arg: p for p in named_parameters(func)}
         for name in CAUSAL_PARAMS:
             param = params.get(name)
             if param is None or self._read(name, func, ctx) or self._callers_mask(params, calls, func, ctx):
@@ -66,10 +66,7 @@ class WrapperDropsCausal(Rule):
         """CALLERS_MASK (see above): every call's atten_mask comes from a mask parameter."""
         from kvlint.checks.kv150_wrapper_drops_parameter import bindings_of
 
-        a = func.args
-        positional = a.posonlyargs + a.args
-        defaulted = {p.arg for p in positional[len(positional) - len(a.defaults):]} if a.defaults else set()
-        defaulted |= {p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        defaulted = set(parameter_defaults(func))
         masks = [p for p in params if p in MASK_PARAMS and p not in defaulted]
         if not masks:
             return False

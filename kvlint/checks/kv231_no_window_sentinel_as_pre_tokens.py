@@ -3,7 +3,7 @@
 import ast
 from typing import Optional
 
-from kvlint.analysis.module import FunctionNode, dotted_name, walk_in_order
+from kvlint.analysis.module import FunctionNode, dotted_name, parameter_defaults, walk_in_order
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, NoCase, Rule
 from kvlint.helpers.roles import operators_with, role_node, role_values, spelling
@@ -101,10 +101,7 @@ class NoWindowSentinelAsPreTokens(Rule):
                     return s, f"the class assigns it {s} on line {value.lineno}", condition
         func = ctx.index.enclosing_function(call)
         if isinstance(expr, ast.Name) and isinstance(func, FunctionNode):
-            a = func.args
-            positional = a.posonlyargs + a.args
-            defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-            defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+            defaults = parameter_defaults(func)
             if expr.id in defaults and _literal_sentinel(defaults[expr.id]):
                 s = _literal_sentinel(defaults[expr.id])
                 return s, f"its default is {s}", None

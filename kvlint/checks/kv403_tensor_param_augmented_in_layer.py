@@ -5,6 +5,7 @@ import re
 from typing import Iterator, List, Optional, Set, Tuple, cast
 
 from kvlint.analysis.context import layer_class_pattern
+from kvlint.analysis.module import named_parameters, parameter_defaults
 from kvlint.checks import register
 from kvlint.checks.base import FileContext, Rule
 
@@ -202,8 +203,7 @@ class TensorParamAugmentedInLayer(Rule):
 
     @staticmethod
     def _param(name: str, func) -> Optional[ast.arg]:
-        a = func.args
-        for p in a.posonlyargs + a.args + a.kwonlyargs:
+        for p in named_parameters(func):
             if p.arg == name and p.arg not in ("self", "cls"):
                 return p
         return None
@@ -234,9 +234,5 @@ class TensorParamAugmentedInLayer(Rule):
 
 
 def _default_is_number(param: ast.arg, func) -> bool:
-    a = func.args
-    positional = a.posonlyargs + a.args
-    defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-    d = defaults.get(param.arg)
+    d = parameter_defaults(func).get(param.arg)
     return isinstance(d, ast.Constant) and isinstance(d.value, (int, float)) and not isinstance(d.value, bool)

@@ -5,7 +5,7 @@ import ast
 from typing import Callable, Collection, Iterator, Optional, Tuple
 
 from kvlint.analysis.dtypes import CONVERTING_METHODS, PRESERVING_METHODS, dtype_of_expr, receiver_is_module
-from kvlint.analysis.module import dotted_name, is_none
+from kvlint.analysis.module import dotted_name, is_none, positional_parameters
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.checks.base import FileContext
 from kvlint.helpers.roles import role_values
@@ -206,7 +206,7 @@ def additive_by_pattern(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool
         pattern = functions.get(pattern_name)
         if pattern is None or pattern is func:
             continue
-        params = pattern.args.posonlyargs + pattern.args.args
+        params = positional_parameters(pattern)
         if position < len(params) and _added_unchanged(pattern, params[position].arg):
             return True
     return False
@@ -220,7 +220,7 @@ def _imports_register_replacement(ctx: FileContext) -> bool:
 
 
 def _positional_index(func: ast.AST, name: str) -> Optional[int]:
-    params = func.args.posonlyargs + func.args.args  # type: ignore[attr-defined]
+    params = positional_parameters(func)
     for k, p in enumerate(params):
         if p.arg == name:
             return k
