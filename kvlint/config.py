@@ -24,15 +24,12 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import os
-import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kvlint.settings import HeuristicNames, Settings, code_matches
+from kvlint.toml_snapshot import toml_module
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+tomllib = toml_module()
 
 SEVERITIES = ("error", "warning", "info")
 CODE_LISTS = ("select", "ignore", "extend-select")

@@ -64,12 +64,18 @@ def default_snapshot(folder: Path, pattern: str) -> Optional[Path]:
     return Path(__file__).resolve().parent / "__pycache__" / f"rules-{name}.{tag}.marshal"
 
 
-def _parse(path: Path) -> Dict[str, Any]:
+def toml_module():
+    """The TOML parser: the standard library's tomllib, or its backport tomli before 3.11
+    (imported when first asked for: a run whose snapshots are fresh parses no TOML here)."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.9/3.10 only
         import tomli as tomllib
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return tomllib
+
+
+def _parse(path: Path) -> Dict[str, Any]:
+    return toml_module().loads(path.read_text(encoding="utf-8"))
 
 
 def _stamps(paths: List[Path]) -> Optional[List[Stamp]]:
