@@ -411,3 +411,25 @@ def test_one_query_per_sequence(layout, q_lens, single):
     """)
     (oc,) = ctx.op_calls
     assert one_query_per_sequence(oc, ctx) is single
+
+
+@pytest.mark.parametrize("source, values", [
+    # a parameter never rebound: its literal default
+    ("def f(q, next_tokens=65535):\n    return op(q, next_tokens=next_tokens)", [65535]),
+    # stored on self in __init__ and read in another method
+    ("class A:\n    def __init__(self, next_tokens=0):\n        self.next_tokens = next_tokens\n"
+     "    def forward(self, q):\n        return op(q, next_tokens=self.next_tokens)", [0]),
+    # no default, or rebound before the call: not known
+    ("def f(q, next_tokens):\n    return op(q, next_tokens=next_tokens)", [UNKNOWN]),
+    ("def f(q, next_tokens=65535):\n    next_tokens = next_tokens - 1\n    return op(q, next_tokens=next_tokens)",
+     [UNKNOWN]),
+    # a default that is no literal
+    ("def f(q, next_tokens=WINDOW):\n    return op(q, next_tokens=next_tokens)", [UNKNOWN]),
+    # a literal passed is itself
+    ("def f(q):\n    return op(q, next_tokens=7)", [7]),
+])
+def test_window_values_take_a_parameter_default(source, values):
+    from kvlint.helpers.sparse import token_window_values
+    ctx = context("import torch_npu\n" + source.replace("op(", "torch_npu.npu_fused_infer_attention_score("))
+    (oc,) = ctx.op_calls
+    assert token_window_values(oc, ctx, "next_tokens")[1] == values

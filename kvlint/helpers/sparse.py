@@ -1,9 +1,11 @@
 """Shared by the sparse_mode / atten_mask rules: what a call's sparse_mode and mask may be,
 on the whole and branch by branch.
 
-Named heuristic (documented in rules/codes/KV203.toml and KV233.toml):
+Named heuristics (documented in rules/codes/KV203.toml and KV233.toml):
 - MODE_FOLLOWS_WINDOW: a branch without the band is the no-window side of a condition that
   reads the window or a window flag (`mode_follows_window`).
+- PARAMETER_DEFAULT: a window that is a parameter the function never rebinds is its literal
+  default (`parameter_default`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
 from kvlint.analysis.dtypes import receiver_is_module
+from kvlint.analysis.module import parameter_defaults
 from kvlint.analysis.resolve import OperatorCall
 from kvlint.analysis.values import UNKNOWN, KeywordArg
 from kvlint.checks.base import FileContext
@@ -79,14 +82,37 @@ def sparse_view(oc: OperatorCall, ctx: FileContext) -> SparseView:
 
 def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
     """(where it is written, literal candidates) of the `pre_tokens` / `next_tokens` role
-    (`pre_tockens` / `next_tockens` for npu_fusion_attention), or None if not passed."""
+    (`pre_tockens` / `next_tockens` for npu_fusion_attention), or None if not passed. A
+    candidate that is a parameter with a literal default is that default (heuristic
+    PARAMETER_DEFAULT)."""
     kws = _role_args(oc, ctx, role)
     if not kws:
         return None
     values = []
     for kw in kws:
-        values.extend(ctx.values.literal_values(kw.value, oc.call))
+        for leaf in ctx.values.candidates(kw.value, oc.call):
+            default = parameter_default(leaf, ctx)
+            values.append(ctx.values.tracer_for(leaf).literal(leaf) if default is None else default)
     return kws[0].node, values
+
+
+def parameter_default(leaf: ast.expr, ctx: FileContext) -> Optional[object]:
+    """PARAMETER_DEFAULT: the literal default of the parameter `leaf` names, when the function
+    never rebinds it (`def __init__(self, next_tokens=65535): self.next_tokens = next_tokens`):
+    the value the author means when no caller says otherwise. A caller that passes another
+    value is judged at its own call (an adapter's call sites are checked with the values they
+    pass); a constructor's callers are not followed. None: not such a parameter."""
+    if not isinstance(leaf, ast.Name):
+        return None
+    tracer = ctx.values.tracer_for(leaf)
+    func = tracer.index.enclosing_function(leaf)
+    if func is None or not tracer.is_parameter(leaf.id, func) or tracer.assignments(func).get(leaf.id):
+        return None
+    default = parameter_defaults(func).get(leaf.id)
+    if default is None:
+        return None
+    value = tracer.literal(default)
+    return None if value is UNKNOWN else value
 
 
 def bounded(values) -> bool:
