@@ -36,6 +36,7 @@ WHEEL_OPERATORS = [
     "npu_scatter_pa_kv_cache",
     "npu_kv_rmsnorm_rope_cache",
     "npu_kv_rmsnorm_rope_cache_v2",
+    "npu_advance_step_flashattn",
 ]
 
 # ATB operators (`torch.ops.atb`, re-exported as `torch_npu.X` / `torch_npu.atb.X`, see the

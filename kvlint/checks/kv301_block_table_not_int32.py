@@ -14,6 +14,7 @@ from kvlint.facts import load_facts
 
 FACTS = load_facts()
 PAGED_READERS = FACTS.family("paged_readers")
+INT64_READERS = FACTS.family("int64_block_table_readers")
 
 BLOCK_TABLE_NAMES = ("block_table", "block_tables")
 # For the byte pre-filter: an assignment to one of those names, attributes or dict entries.
@@ -85,10 +86,32 @@ def int32_fix(site: ast.expr, ctx: FileContext) -> Optional[Fix]:
     return None
 
 
+def feeds_int64_reader(site: ast.expr, ctx: FileContext) -> bool:
+    """The table built at `site` is also handed, by the name it is assigned to and in the same
+    function, to an INT64_READER (npu_advance_step_flashattn): converting it where it is built
+    would break that call, so no fix is offered."""
+    stmt = ctx.index.parent_of(site)
+    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        return False
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    names = {dotted_name(t) for t in targets} - {None}
+    scope = ctx.index.enclosing_function(stmt)
+    return any(dotted_name(a) in names for c in ctx.op_calls
+               if c.name in INT64_READERS and ctx.index.enclosing_function(c.call) is scope
+               for a in [*c.call.args, *(k.value for k in c.call.keywords)])
+
+
 def message(dtype: str, where: str) -> str:
     got = "int64" if dtype == "int64" else "a floating dtype"
     return (f"this block_table is built as {got}{where}: the fused attention operators take "
             f"an int32 block table; convert it once where it is built with .to(torch.int32)")
+
+
+def shared_message(dtype: str) -> str:
+    got = "int64" if dtype == "int64" else "a floating dtype"
+    return (f"this block_table is built as {got} and reaches a fused attention operator, which "
+            f"takes an int32 block table; it also feeds {' / '.join(INT64_READERS)}, which takes "
+            f"int64: pass an int32 copy (`.to(torch.int32)`) to the attention call")
 
 
 def target_name(target: ast.expr) -> Optional[str]:
@@ -120,7 +143,12 @@ class BlockTableNotInt32(Rule):
             for site in ctx.dtypes.construction_sites(value, oc.call):
                 dtype = construction_dtype(site, ctx)
                 if dtype in ("int64", "float"):
-                    yield ctx.finding(self.code, site, message(dtype, ""), int32_fix(site, ctx))
+                    yield self._finding(site, dtype, ctx)
+
+    def _finding(self, site: ast.expr, dtype: str, ctx: FileContext):
+        if feeds_int64_reader(site, ctx):  # no fix: converting at the construction breaks that call
+            return ctx.finding(self.code, site, shared_message(dtype))
+        return ctx.finding(self.code, site, message(dtype, ""), int32_fix(site, ctx))
 
     def check_module(self, ctx: FileContext):
         if is_test_file(ctx.source.path):
@@ -141,7 +169,7 @@ class BlockTableNotInt32(Rule):
                     continue  # host metadata: judged where a tensor is made of it (check_call)
                 if self._converted_or_index_only(target, node, ctx):
                     continue
-                yield ctx.finding(self.code, value, message(dtype, ""), int32_fix(value, ctx))
+                yield self._finding(value, dtype, ctx)
 
     def _converted_or_index_only(self, target: ast.expr, stmt: ast.AST, ctx: FileContext) -> bool:
         """VISIBLY_CONVERTED: a later `.int()` / `.to(torch.int32)` of the same target in the
@@ -151,8 +179,13 @@ class BlockTableNotInt32(Rule):
         want = dotted_name(target) if not isinstance(target, ast.Subscript) else None
         scope = ctx.index.enclosing_function(stmt) or ctx.index.tree
         escapes = not isinstance(target, ast.Name)
+        # INT64_READER: an operator whose block table is int64 (npu_advance_step_flashattn)
+        # takes the table as it is: handing it there is no escape to a paged reader
+        int64_uses = {id(n) for c in ctx.op_calls if c.name in INT64_READERS for n in [c.call, *c.call.keywords]}
         for node in ast.walk(scope):
             if getattr(node, "lineno", 0) <= stmt.lineno:
+                continue
+            if id(node) in int64_uses:
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if want and dotted_name(node.func.value) == want and (node.func.attr == "int" or (
