@@ -56,10 +56,17 @@ class Snapshot:
     name: str
     commit: str
     note: str = ""
+    examples: str = ""  # "docs": the Python examples of its Markdown docs (doc_examples.py)
 
     @property
     def folder(self) -> str:
-        return f"{self.owner}+{self.name}"
+        return f"{self.owner}+{self.name}" + ("+doc-examples" if self.examples == "docs" else "")
+
+    def how_to_extract(self, root: Path) -> str:
+        if self.examples == "docs":
+            return (f"python benchmarks/doc_examples.py <mirror of {self.owner}/{self.name}> {self.commit} "
+                    f"{root / self.folder}")
+        return f"git -C <mirror of {self.owner}/{self.name}> archive {self.commit} | tar -x -C {root / self.folder}"
 
     @property
     def pin(self) -> str:
@@ -92,6 +99,9 @@ SNAPSHOTS: Tuple[Snapshot, ...] = (
              "spatial-intelligence recipes (the .py files)"),
     Snapshot("Ascend", "op-plugin", "517f2e7d0f202f38b76310706cb977ca2388ad21",
              "torch_npu's operator plug-in: the operator team's own Python tests (the .py files)"),
+    Snapshot("Ascend", "op-plugin", "517f2e7d0f202f38b76310706cb977ca2388ad21",
+             "torch_npu's operator documentation: the Python examples of docs/ (doc_examples.py)",
+             examples="docs"),
     Snapshot("Ascend", "ModelZoo-PyTorch", "6a2804a358a5b18e3dac1ab902f41f88e240b00f",
              "Ascend's model zoo, 50,733 .py files of ported models (the .py files; the newest "
              "snapshot to be had here is of 2023-12-15)"),
@@ -406,8 +416,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     root = Path(args.root)
     missing = [s for s in SNAPSHOTS if not (root / s.folder).is_dir()]
     for s in missing:
-        print(f"ecosystem: {root / s.folder} is missing: extract {s.pin} there "
-              f"(git -C <mirror of {s.owner}/{s.name}> archive {s.commit} | tar -x -C {root / s.folder})",
+        print(f"ecosystem: {root / s.folder} is missing: extract {s.pin} there ({s.how_to_extract(root)})",
               file=sys.stderr)
     if missing:
         return 2

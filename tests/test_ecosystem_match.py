@@ -65,3 +65,24 @@ def test_branch_rows_are_counted_in_their_rule_once():
     assert rows["KV150"].findings == 2 and rows["KV150/PER_CALL_SCALE"].counts["FALSE"] == 1
     table = eco.precision_table(list(rows.values()), {})
     assert table[-1].startswith("| all | | 2 |")
+
+
+def _doc_examples():
+    spec = importlib.util.spec_from_file_location(
+        "doc_examples", Path(__file__).resolve().parent.parent / "benchmarks" / "doc_examples.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_doc_examples_keep_the_blocks_that_call_torch_npu_and_compile():
+    markdown = "\n".join([
+        "# op", "```python", "import torch_npu", "out = torch_npu.npu_op(x)", "```",
+        "```", "torch_npu.npu_op(Tensor x) -> Tensor", "```",  # a signature: does not compile
+        "```python", "import torch", "y = torch.ones(2)", "```",  # no torch_npu call
+        "```python", ">>> import torch_npu", ">>> y = torch_npu.npu_op(", "...     x)", "tensor([1.])", "```",
+    ])
+    blocks = list(_doc_examples().python_blocks(markdown))
+    assert [n for n, _ in blocks] == [0, 3]
+    assert blocks[1][1] == "import torch_npu\ny = torch_npu.npu_op(\n    x)"
+    assert _doc_examples().file_name("docs/zh/torch_npu-npu_op.md", 3) == "torch_npu_npu_op__3.py"
