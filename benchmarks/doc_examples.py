@@ -2,6 +2,7 @@
 """The Python examples of an operator documentation, as files the ecosystem check can read.
 
     python benchmarks/doc_examples.py MIRROR COMMIT OUT
+    python benchmarks/doc_examples.py --run OUT        # the examples on CPU, emulated and guarded
 
 MIRROR: a git directory (or a checkout) of the documentation's repository; COMMIT: the pinned
 commit; OUT: the folder to write into (created, emptied of earlier examples first). Every
@@ -14,6 +15,15 @@ keeps only its prompted lines, without the prompts. A block that does not compil
 These are the operator team's own calls of their operators, which the operators accept: the
 ecosystem check runs kvlint on them like on any code base (benchmarks/ecosystem.py, the
 snapshots with `examples="docs"`), and every finding on them is triaged like the others.
+
+`--run OUT` runs each example that calls an operator of kvlint's catalog on the CPU, under
+`kvlint.emulate` with the guard on (`kvlint.patch()`), each in its own interpreter, after
+moving it off the NPU (`.npu()` dropped, `device="npu"` -> `"cpu"`, `.to("npu")` dropped), and
+prints what became of it: ran, rejected by the guard (a ContractError: the finding), not
+emulated (NotImplementedError: quantization, prefixes...), or needing the NPU runtime (graph
+capture, `torch.npu`, torch_npu's testing helpers). A rejection is either a doc example that
+the operator's tiling checks reject, or a guard contract stricter than the operator: read the
+contract's cited check to tell. Needs torch (and numpy for some examples).
 """
 from __future__ import annotations
 
@@ -21,7 +31,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.S)
 DOCS = "docs/"
@@ -72,7 +82,64 @@ def extract(mirror: str, commit: str, out: Path) -> int:
     return written
 
 
+OFF_NPU = ((re.compile(r"\.npu\(\)"), ""),
+           (re.compile(r"""device\s*=\s*["']npu(?::\d+)?["']"""), 'device="cpu"'),
+           (re.compile(r"""\.to\(\s*["']npu(?::\d+)?["']\s*\)"""), ""))
+RUNNER = ("import kvlint.emulate\nkvlint.emulate.install()\nimport kvlint\nkvlint.patch()\n"
+          "import sys\nexec(compile(sys.stdin.read(), sys.argv[1], 'exec'))")
+
+
+def off_npu(code: str) -> str:
+    for pattern, replacement in OFF_NPU:
+        code = pattern.sub(replacement, code)
+    return code
+
+
+def outcome(stderr: str, status: int) -> Tuple[str, str]:
+    """(kind, last line of the error) of one example's run."""
+    if status == 0:
+        return "ran", ""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    error = next((line for line in reversed(lines) if "Error" in line.split(":")[0]), lines[-1] if lines else "")
+    if "ContractError" in error or "EmulatedOperatorError" in error:
+        return "rejected by the guard", error
+    if "NotImplementedError" in error:
+        return "not emulated", error
+    return "needs the NPU runtime", error
+
+
+def run_examples(folder: Path, python: str = sys.executable) -> List[Tuple[str, str, str]]:
+    """(file, kind, error) of each example in `folder` that calls a catalog operator."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from kvlint.catalog import load_catalog
+
+    names = load_catalog().operator_names()
+    calls = re.compile(r"\b(?:%s)\s*\(" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
+    results = []
+    for path in sorted(folder.glob("*.py")):
+        code = path.read_text(encoding="utf-8")
+        if not calls.search(code):
+            continue
+        try:
+            proc = subprocess.run([python, "-c", RUNNER, path.name], input=off_npu(code), capture_output=True,
+                                  text=True, timeout=300)
+            kind, error = outcome(proc.stderr, proc.returncode)
+        except subprocess.TimeoutExpired:
+            kind, error = "timed out", ""
+        results.append((path.name, kind, error))
+    return results
+
+
 def main(argv: Sequence[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--run":
+        results = run_examples(Path(argv[1]))
+        for name, kind, error in results:
+            print(f"{name}: {kind}" + (f": {error}" if error else ""))
+        counts: Dict[str, int] = {}
+        for _, kind, _ in results:
+            counts[kind] = counts.get(kind, 0) + 1
+        print(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+        return 1 if counts.get("rejected by the guard") else 0
     if len(argv) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2

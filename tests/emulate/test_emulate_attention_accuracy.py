@@ -58,6 +58,9 @@ NZ = [
 MLA = [  # absorb form: 512-wide latent, one KV head, rope 64, paged
     Case(paged="3d", layout="BNSD", q_lens=[1, 1], kv_lens=[140, 30], block_size=128, dim=512, rope_dim=64,
          heads=4, kv_heads=1),
+    # and contiguous (torch_npu's own MLA example passes no block_table)
+    Case(layout="BNSD", q_lens=[1, 1], kv_lens=[48, 48], dim=512, rope_dim=64, heads=4, kv_heads=1,
+         pass_lengths=False),
     Case(paged="nz", layout="BSH", q_lens=[1, 1], kv_lens=[20, 129], block_size=128, dim=512, rope_dim=64,
          heads=2, kv_heads=1),
 ]

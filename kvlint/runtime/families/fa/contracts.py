@@ -468,10 +468,12 @@ def mla_rope(call: Call) -> None:
         if kv != MLA["kv_heads"]:
             call.fail("KV510", view.roles.kv_heads_arg, "1 for the 512-wide latent (MLA absorb)", str(kv),
                       "the operator rejects the call")
-        elif not view.paged and view.sparse != MLA["sliding_mode"]:
-            call.fail("KV510", "block_table", "a paged cache for the 512-wide latent (MLA absorb)", "None",
-                      "the operator rejects the call")
         else:
+            # A contiguous (not paged) cache is accepted: ops-transformer's CheckFeatureMlaNoquantPa
+            # at c29bc10 rejected it outside sparse_mode 4, but the operator's later
+            # CheckFeatureMlaNoquant no longer runs that check, and torch_npu's documentation
+            # (op-plugin @517f2e7, MLA constraints: "支持PageAttention") has a BNSD example
+            # without block_table: a call the operator accepts must pass.
             _mla_features(call, view)
 
 
@@ -516,7 +518,7 @@ def _mla_features(call: Call, view: FaView) -> None:
         call.fail("KV110", roles.layout, f"one of {', '.join(MLA['nz_layouts'])} with an NZ cache", repr(layout),
                   "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
         return
-    if k.dim() == 4 and view.base not in MLA["bnnbsd_query_bases"]:
+    if view.paged and k.dim() == 4 and view.base not in MLA["bnnbsd_query_bases"]:
         call.fail("KV110", "key", f"a 3-D (num_blocks, block_size, N_kv*D) cache with input_layout {layout!r} "
                   f"(MLA reads a 4-D cache only with BNSD or TND queries)", f"4-D {shape_of(k)}",
                   "the operator rejects the call (CheckFeatureMlaNoQuantLayout)")
