@@ -423,6 +423,7 @@ def test_one_query_per_sequence(layout, q_lens, single):
     ("def f(q, next_tokens):\n    return op(q, next_tokens=next_tokens)", [UNKNOWN]),
     ("def f(q, next_tokens=65535):\n    next_tokens = next_tokens - 1\n    return op(q, next_tokens=next_tokens)",
      [UNKNOWN]),
+    ("def f(q, next_tokens=65535):\n    next_tokens += 1\n    return op(q, next_tokens=next_tokens)", [UNKNOWN]),
     # a default that is no literal
     ("def f(q, next_tokens=WINDOW):\n    return op(q, next_tokens=next_tokens)", [UNKNOWN]),
     # a literal passed is itself

@@ -98,7 +98,7 @@ def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
 
 def parameter_default(leaf: ast.expr, ctx: FileContext) -> Optional[object]:
     """PARAMETER_DEFAULT: the literal default of the parameter `leaf` names, when the function
-    never rebinds it (`def __init__(self, next_tokens=65535): self.next_tokens = next_tokens`):
+    never stores to that name (no `=`, `+=`, loop target...) (`def __init__(self, next_tokens=65535): self.next_tokens = next_tokens`):
     the value the author means when no caller says otherwise. A caller that passes another
     value is judged at its own call (an adapter's call sites are checked with the values they
     pass); a constructor's callers are not followed. None: not such a parameter."""
@@ -106,7 +106,7 @@ def parameter_default(leaf: ast.expr, ctx: FileContext) -> Optional[object]:
         return None
     tracer = ctx.values.tracer_for(leaf)
     func = tracer.index.enclosing_function(leaf)
-    if func is None or not tracer.is_parameter(leaf.id, func) or tracer.assignments(func).get(leaf.id):
+    if func is None or not tracer.is_parameter(leaf.id, func) or leaf.id in tracer.index.stores(func):
         return None
     default = parameter_defaults(func).get(leaf.id)
     if default is None:
