@@ -162,9 +162,9 @@ ACCEPTED = {
                           input_layout="BSND", block_table=table(4, 2), block_size=128, actual_seq_lengths_kv=[256] * 4,
                           query_rope=m(4, 1, 64, 64), key_rope=m(8, 128, 64)),
     "utest:case_deepseek_mla_witmask (BNSD, 4-D cache, MTP)": mla_bnsd(),
-    # torch_npu's own MLA example (op-plugin docs, torch_npu-npu_fused_infer_attention_score.md):
-    # a contiguous BNSD latent without block_table, which the operator's CheckFeatureMlaNoquant
-    # accepts since it stopped requiring page attention
+    # torch_npu's own MLA example (op-plugin docs @517f2e7, torch_npu-npu_fused_infer_attention_score.md):
+    # a contiguous BNSD latent without block_table, which a later CheckFeatureMlaNoquant accepts
+    # (it no longer runs CheckFeatureMlaNoquantPa; torch_npu 2.14.0's docs still require paging)
     "doc: MLA BNSD decode, contiguous latent (no block_table)": fa(
         m(1, 16, 1, 512), m(1, 1, 2048, 512), m(1, 1, 2048, 512), num_heads=16, num_key_value_heads=1,
         input_layout="BNSD", sparse_mode=0, query_rope=m(1, 16, 1, 64), key_rope=m(1, 1, 2048, 64)),

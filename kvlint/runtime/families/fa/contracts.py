@@ -469,11 +469,13 @@ def mla_rope(call: Call) -> None:
             call.fail("KV510", view.roles.kv_heads_arg, "1 for the 512-wide latent (MLA absorb)", str(kv),
                       "the operator rejects the call")
         else:
-            # A contiguous (not paged) cache is accepted: ops-transformer's CheckFeatureMlaNoquantPa
-            # at c29bc10 rejected it outside sparse_mode 4, but the operator's later
-            # CheckFeatureMlaNoquant no longer runs that check, and torch_npu's documentation
-            # (op-plugin @517f2e7, MLA constraints: "支持PageAttention") has a BNSD example
-            # without block_table: a call the operator accepts must pass.
+            # A contiguous (not paged) cache is accepted. The sources disagree by version:
+            # ops-transformer @c29bc10 (CheckFeatureMlaNoquantPa) and torch_npu 2.14.0's docs
+            # (_op_plugin_docs.py l.8182: "必须开启PageAttention") require paging outside
+            # sparse_mode 4; a later CheckFeatureMlaNoquant (the cann-ops-transformer mirror
+            # @003a52c) no longer runs that check, and op-plugin's docs @517f2e7 ("支持
+            # PageAttention") show a BNSD example without block_table. Rejecting would break
+            # programs on the newer stack; on the older one the operator raises by itself.
             _mla_features(call, view)
 
 
