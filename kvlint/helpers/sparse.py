@@ -92,14 +92,15 @@ def token_window_values(oc: OperatorCall, ctx: FileContext, role: str):
     for kw in kws:
         for leaf in ctx.values.candidates(kw.value, oc.call):
             default = parameter_default(leaf, ctx)
-            values.append(ctx.values.tracer_for(leaf).literal(leaf) if default is None else default)
+            values.append(ctx.values.literal(leaf) if default is None else default)
     return kws[0].node, values
 
 
 def parameter_default(leaf: ast.expr, ctx: FileContext) -> Optional[object]:
     """PARAMETER_DEFAULT: the literal default of the parameter `leaf` names, when the function
-    never stores to that name (no `=`, `+=`, loop target...) (`def __init__(self, next_tokens=65535): self.next_tokens = next_tokens`):
-    the value the author means when no caller says otherwise. A caller that passes another
+    never stores to that name (no `=`, `+=`, loop target...): `def __init__(self,
+    next_tokens=65535): self.next_tokens = next_tokens` means no limit when no caller says
+    otherwise. A caller that passes another
     value is judged at its own call (an adapter's call sites are checked with the values they
     pass); a constructor's callers are not followed. None: not such a parameter."""
     if not isinstance(leaf, ast.Name):
