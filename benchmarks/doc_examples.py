@@ -77,7 +77,10 @@ def extract(mirror: str, commit: str, out: Path) -> int:
         if "torch_npu." not in text:
             continue
         for number, block in python_blocks(text):
-            (out / file_name(path, number)).write_text(block, encoding="utf-8")
+            target = out / file_name(path, number)
+            if target.exists():  # two Markdown files of one name in different folders
+                target = out / file_name(path.replace("/", "_"), number)
+            target.write_text(block, encoding="utf-8")
             written += 1
     return written
 
