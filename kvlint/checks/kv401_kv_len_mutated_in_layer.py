@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
+from typing import List, Optional
 
 from kvlint.analysis.context import layer_class_pattern, layer_loop_pattern
 from kvlint.analysis.module import FunctionNode, dotted_name
@@ -31,6 +31,11 @@ DRIFTING_METHODS = frozenset({"add_", "sub_", "mul_", "div_", "index_add_", "sca
 # (a class defined here, or a CamelCase name) is an object this call built: per-call state.
 FACTORY_FUNCTIONS = frozenset({"copy", "deepcopy", "replace", "SimpleNamespace", "dict", "namedtuple"})
 FACTORY_METHOD = re.compile(r"(?:from|init|create|build|new|make|copy|clone|default)")
+
+
+def _values_before(name: str, func, at: ast.AST, ctx: FileContext) -> List[ast.expr]:
+    """The values the local `name` of `func` is assigned on lines before `at`'s, in order."""
+    return [v for stmt, v in ctx.values.assignments(func).get(name, []) if stmt.lineno < at.lineno]
 
 
 def terminal_name(node: ast.expr) -> Optional[str]:
@@ -133,8 +138,7 @@ class KvLenMutatedInLayer(Rule):
         func = ctx.index.enclosing_function(at)
         if func is None:
             return False
-        items = ctx.values.assignments(func).get(target.id, [])
-        before = [v for stmt, v in items if stmt.lineno < at.lineno]
+        before = _values_before(target.id, func, at, ctx)
         if not before:
             return False
         value = before[-1]
@@ -155,8 +159,7 @@ class KvLenMutatedInLayer(Rule):
         """INT_VALUE through locals: `value` is a local name whose last value before `at` is
         an int (`bsz, q_len, _ = h.size()`, then `kv_seq_len = q_len`); a parameter is not."""
         while isinstance(value, ast.Name) and depth > 0:
-            items = ctx.values.assignments(func).get(value.id, [])
-            before = [v for stmt, v in items if stmt.lineno < at.lineno]
+            before = _values_before(value.id, func, at, ctx)
             if not before:
                 return False
             value, depth = before[-1], depth - 1
@@ -198,8 +201,7 @@ class KvLenMutatedInLayer(Rule):
         func = ctx.index.enclosing_function(at)
         if func is None or ctx.values.is_parameter(root.id, func):
             return False
-        items = ctx.values.assignments(func).get(root.id, [])
-        before = [v for stmt, v in items if stmt.lineno < at.lineno]
+        before = _values_before(root.id, func, at, ctx)
         if not before or not all(self._constructs(v, ctx) for v in before):
             return False
         return True

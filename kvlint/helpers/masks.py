@@ -207,7 +207,7 @@ def additive_by_pattern(source: ast.expr, at: ast.AST, ctx: FileContext) -> bool
         if pattern is None or pattern is func:
             continue
         params = positional_parameters(pattern)
-        if position < len(params) and _added_unchanged(pattern, params[position].arg):
+        if position < len(params) and _added_unchanged(pattern, params[position].arg, ctx):
             return True
     return False
 
@@ -242,16 +242,15 @@ def _patterns_paired_with(replacement: str, ctx: FileContext) -> Iterator[str]:
                 yield before.id
 
 
-def _added_unchanged(func: ast.AST, name: str) -> bool:
+def _added_unchanged(func: ast.AST, name: str, ctx: FileContext) -> bool:
     """Whether `name` is an operand of `+` (or `+=`) in `func` and never rebound there."""
-    added = False
+    if name in ctx.index.stores(func):
+        return False
     for node in ast.walk(func):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and any(
                 isinstance(side, ast.Name) and side.id == name for side in (node.left, node.right)):
-            added = True
-        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
+            return True
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
                 isinstance(node.value, ast.Name) and node.value.id == name:
-            added = True
-        elif isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
-            return False
-    return added
+            return True
+    return False

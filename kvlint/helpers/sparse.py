@@ -100,9 +100,9 @@ def parameter_default(leaf: ast.expr, ctx: FileContext) -> Optional[object]:
     """PARAMETER_DEFAULT: the literal default of the parameter `leaf` names, when the function
     never stores to that name (no `=`, `+=`, loop target...): `def __init__(self,
     next_tokens=65535): self.next_tokens = next_tokens` means no limit when no caller says
-    otherwise. A caller that passes another
-    value is judged at its own call (an adapter's call sites are checked with the values they
-    pass); a constructor's callers are not followed. None: not such a parameter."""
+    otherwise. A caller that passes another value is judged at its own call (an adapter's call
+    sites are checked with the values they pass); a constructor's callers are not followed.
+    None: not such a parameter."""
     if not isinstance(leaf, ast.Name):
         return None
     tracer = ctx.values.tracer_for(leaf)
