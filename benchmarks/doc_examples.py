@@ -27,14 +27,17 @@ contract's cited check to tell. Needs torch (and numpy for some examples).
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Iterator, List, Sequence, Tuple
 
 FENCE = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)```", re.S)
 DOCS = "docs/"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _git(mirror: str, *args: str) -> bytes:
@@ -112,10 +115,12 @@ def outcome(stderr: str, status: int) -> Tuple[str, str]:
 
 
 def run_examples(folder: Path, python: str = sys.executable) -> List[Tuple[str, str, str]]:
-    """(file, kind, error) of each example in `folder` that calls a catalog operator."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    """(file, kind, error) of each example in `folder` that calls a catalog operator, run with
+    this checkout's kvlint (as ecosystem.py runs it)."""
+    sys.path.insert(0, str(REPO))
     from kvlint.catalog import load_catalog
 
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     names = load_catalog().operator_names()
     calls = re.compile(r"\b(?:%s)\s*\(" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
     results = []
@@ -125,7 +130,7 @@ def run_examples(folder: Path, python: str = sys.executable) -> List[Tuple[str, 
             continue
         try:
             proc = subprocess.run([python, "-c", RUNNER, path.name], input=off_npu(code), capture_output=True,
-                                  text=True, timeout=300)
+                                  text=True, timeout=300, env=env)
             kind, error = outcome(proc.stderr, proc.returncode)
         except subprocess.TimeoutExpired:
             kind, error = "timed out", ""
@@ -138,10 +143,8 @@ def main(argv: Sequence[str]) -> int:
         results = run_examples(Path(argv[1]))
         for name, kind, error in results:
             print(f"{name}: {kind}" + (f": {error}" if error else ""))
-        counts: Dict[str, int] = {}
-        for _, kind, _ in results:
-            counts[kind] = counts.get(kind, 0) + 1
-        print(", ".join(f"{n} {kind}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+        counts = Counter(kind for _, kind, _ in results)
+        print(", ".join(f"{n} {kind}" for kind, n in counts.most_common()))
         return 1 if counts.get("rejected by the guard") else 0
     if len(argv) != 3:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
